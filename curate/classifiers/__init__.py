@@ -1,0 +1,10 @@
+from curate.classifiers.base import (
+    Classifier,
+    UnknownClassifierError,
+    get_classifier,
+    register,
+    registered_names,
+    resolve_name,
+)
+
+__all__ = ["Classifier", "UnknownClassifierError", "get_classifier", "register", "registered_names", "resolve_name"]

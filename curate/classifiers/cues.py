@@ -1,0 +1,315 @@
+"""`cues_v1`: explicit phrasing of each behavior, found with spaCy's Matcher.
+
+CPU only, no model download: a blank English tokenizer, a sentencizer that also breaks at
+newlines (reasoning traces rarely end their lines with a full stop), and token patterns over
+lower-cased text. Context rules cut the usual false positives: a forum user asking *how* to
+check something is not checking anything, "wait until" is not a change of mind, a cheque is
+not a check.
+
+A count is the number of sentences in which a behavior's cues occur: "Wait, that's not right"
+is one instance of backtracking, not two. Evidence is the first cue span in each such sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import spacy
+from spacy.language import Language
+from spacy.matcher import Matcher
+from spacy.tokens import Doc, Span
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers.base import Classifier, register
+from curate.schema import Evidence, Labels
+
+# spaCy refuses documents above nlp.max_length; long ones are cut at newlines into pieces of
+# this size, which also keeps memory flat on a 20 MB document.
+CHUNK_CHARS = 100_000
+
+# Words that may precede a sentence-initial cue ("Hmm, wait", "Oh no, wait", "So first, ...").
+OPENERS = {
+    "hmm", "hm", "hmmm", "oh", "ah", "uh", "um", "ok", "okay", "no", "so", "but", "and", "well", "now",
+    "then", "alright", "right", "oops", "yes", "yeah", "*", "-", "**", "#", ">", "(", "\"", "“", "'",
+}
+
+# A sentence that asks someone else how to do something is a request, not the behavior itself.
+REQUEST_PATTERN = re.compile(
+    r"\b(how (do|can|could|would|should|does|might) (i|we|one|you)|how to|is there (a|any) (way|method)|"
+    r"can (someone|somebody|anyone|you)|could (someone|somebody|anyone|you)|any (hints?|help|ideas?)|"
+    r"what is the (best )?way to|i('m| am) (not sure|unsure|confused)|i don'?t (know|understand|see))\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A pattern in a tiny notation: words separated by spaces; `a|b` alternatives; a trailing `?`
+    makes a token optional; `NUM` a number; `*` any one token. Apostrophe forms match both ' and ’."""
+
+    behavior: str
+    pattern: str
+    sentence_start: bool = False  # the cue must open its sentence (after OPENERS)
+    not_in_request: bool = True  # reject inside a sentence that asks others how to do it
+    not_in_question: bool = False  # reject in any sentence ending with "?"
+
+
+def _token_spec(word: str) -> dict:
+    optional = word.endswith("?") and len(word) > 1
+    if optional:
+        word = word[:-1]
+    if word == "NUM":
+        spec: dict = {"LIKE_NUM": True}
+    elif word == "*":
+        spec = {"IS_SPACE": False}
+    else:
+        options: list[str] = []
+        for alt in word.split("|"):
+            options.append(alt)
+            if "'" in alt:
+                options.append(alt.replace("'", "’"))
+        spec = {"LOWER": {"IN": options}} if len(options) > 1 else {"LOWER": options[0]}
+    if optional:
+        spec["OP"] = "?"
+    return spec
+
+
+V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
+FIRST_PERSON = "i|we|let|let's|lets|us|me"
+CHECK_VERB = "check|verify|double|confirm|test|cross|recheck|re|sanity|ensure|validate"
+
+CUES: tuple[Cue, ...] = (
+    # --- verification: the writer checks a result ---------------------------------------------
+    Cue(V, "let me|us check|verify|confirm|recheck|test|validate"),
+    Cue(V, "let 's check|verify|confirm|recheck|test|validate"),
+    Cue(V, "let me|us|'s quickly|just|also|now|first check|verify|confirm|recheck"),
+    Cue(V, "i|we will|'ll|should|can|could|must|might also|now|quickly|just|then? check|verify|confirm|recheck"),
+    Cue(V, "i|we check|verify|confirm|checked|verified|confirmed|rechecked|recheck"),
+    Cue(V, "to check|verify|confirm that|this|it|the|our|my|whether|if|:|,|your"),
+    Cue(V, "checking|verifying|confirming|rechecking :|,|that|this|the|my|our|again|with|it|whether|if"),
+    Cue(V, "double -? check|checking|checked|checks"),
+    Cue(V, "re -? check|checking|checked|verify|verifying"),
+    Cue(V, "sanity|quick|final -? check"),
+    Cue(V, "cross -? check|checking|checked"),
+    Cue(V, "check :", sentence_start=True),
+    Cue(V, "check that|whether|if", sentence_start=True),
+    Cue(V, "verification :"),
+    Cue(V, "make|making sure that|this|the|it|everything|i|we|my|our|there|these|nothing"),
+    Cue(V, "let me|us|'s make sure"),
+    Cue(V, "just to be sure|safe"),
+    Cue(V, "plug|plugging|plugged|substitute|substituting|substituted|putting|put|inserting it|this|these|that|them|NUM|x|y|the|our|both *? *? *? back"),
+    Cue(V, "plug|plugging|plugged|substitute|substituting|substituted back"),
+    Cue(V, "into|in the original|given equation|equations|problem|expression|inequality|condition|system"),
+    Cue(V, "which|this|that|it|and matches|agrees|confirms"),
+    Cue(V, "checks out"),
+    Cue(V, "as expected", not_in_question=True),
+    Cue(V, "✓|✔|✅"),
+    Cue(V, "consistent with the|our|what|my given|result|answer|earlier|previous|original|expected|above"),
+    Cue(V, "that|this|which|it|so is|'s indeed? correct|right", not_in_question=True),
+    Cue(V, "i|we get|got|obtain the same result|answer|value|number"),
+    Cue(V, "the same result|answer|value as before|above|earlier"),
+    # --- backtracking: a path is abandoned or a result revised -----------------------------------
+    Cue(B, "wait", sentence_start=True, not_in_request=False),
+    Cue(B, "hold on", sentence_start=True, not_in_request=False),
+    Cue(B, "hang on", sentence_start=True, not_in_request=False),
+    Cue(B, "that|this|it|which 's|is|was not|n't right|correct|it"),
+    Cue(B, "that|this|it|which ca|can|could n't|not be right|correct"),
+    Cue(B, "that|this|it|which 's|is|was wrong|incorrect"),
+    Cue(B, "that|this|it|which does|did|will|would|wo n't|not work"),
+    Cue(B, "approach|method|idea|attempt|strategy|guess fails|failed|breaks"),
+    Cue(B, "i|we made|make|have|'ve a|an? mistake|error|typo|slip"),
+    Cue(B, "i|we made|'ve a|an * mistake|error|slip"),
+    Cue(B, "i|we 've|have made a|an? mistake|error"),
+    Cue(B, "my mistake|bad|error|miscalculation|typo"),
+    Cue(B, "there 's|is|was a|an mistake|error|typo", not_in_question=True),
+    Cue(B, "i|we miscalculated|misread|misunderstood|misapplied|overlooked|miscounted|mis"),
+    Cue(B, "i|we messed|mixed|screwed up"),
+    Cue(B, "i|we dropped|forgot|lost a|the sign|factor|term|minus"),
+    Cue(B, "oops|whoops|uh -? oh"),
+    Cue(B, "scratch|strike|ignore|disregard that|this|the above|what"),
+    Cue(B, "start|starting|begin|begins over|afresh"),
+    Cue(B, "from scratch"),
+    Cue(B, "let me|us|'s redo|rethink|reconsider|re-examine|reexamine|revisit|backtrack|retry|recompute|recalculate|correct|fix"),
+    Cue(B, "let me|us|'s try|use|take|consider a|another|some different|new|other approach|method|way|strategy|idea|tack|route"),
+    Cue(B, "let me|us|'s try something|it else|differently|again"),
+    Cue(B, "try|trying|tried a|another|some different|new|other approach|method|way|strategy|combination|pairing|route|tack"),
+    Cue(B, "second thought|thoughts"),
+    Cue(B, "dead end|-end"),
+    Cue(B, "back to the drawing board"),
+    Cue(B, "go|going|went back to|and the|my|this|that|square|step|start|beginning|previous|earlier|original"),
+    Cue(B, "i|we was|were wrong|mistaken"),
+    Cue(B, "actually ,? no|wait"),
+    Cue(B, "actually ,? that|this|it|i 's|is|was|made|should n't|not|wrong|incorrect|a"),
+    Cue(B, "no ,|. that|this|it 's|is|was|does|can not|n't|wrong"),
+    Cue(B, "correction :|,"),
+    Cue(B, "instead , let|i|we", sentence_start=True, not_in_request=False),
+    Cue(B, "that|this|it overshoots|undershoots|overshot|undershot"),
+    Cue(B, "that|this|it 's|is too big|large|small|high|low|much|many|few"),
+    Cue(B, "not|n't going to work"),
+    Cue(B, "gives|get|got|yields|leaves|is NUM , not NUM"),
+    Cue(B, "backtrack|backtracking|backtracked"),
+    Cue(B, "should have been"),
+    # --- subgoal setting: the problem is split into intermediate goals ---------------------------
+    Cue(S, "first|firstly ,|of|let|i|we|off|step|thing", sentence_start=True),
+    Cue(S, "let me|us|'s first|start|begin"),
+    Cue(S, "i|we will|'ll|should|can|must|need first"),
+    Cue(S, "i|we first need|have|want|find|compute|calculate|determine|figure|show|prove|solve|consider"),
+    Cue(S, "to start|begin ,|with|off"),
+    Cue(S, "start|starting|begin|beginning|begins by|with finding|computing|calculating|determining|figuring|looking|working|solving|writing|simplifying|considering|breaking|expanding|rewriting|showing|proving"),
+    Cue(S, "step NUM|one|two|three :|.|)|-|—|is|–"),
+    Cue(S, "the|our|my first|next|last|final|second|third step|task|goal|subgoal|job|thing"),
+    Cue(S, "the|my|our plan|strategy|approach is|will|:"),
+    Cue(S, "here|here 's|is the|my|our|a plan|strategy|approach"),
+    Cue(S, "plan :|of attack"),
+    Cue(S, "break|breaking|broke|split|splitting|divide|dividing|decompose|decomposing this|it|the|problem|that * ? into|down"),
+    Cue(S, "into two|three|four|several|smaller|simpler|manageable parts|steps|pieces|cases|subproblems|sub-problems|stages"),
+    Cue(S, "in two|three|four|several steps|stages|parts"),
+    Cue(S, "subgoal|subgoals|sub-goal|subproblem|subproblems|sub-problem|sub-problems|subtask|subtasks"),
+    Cue(S, "once|after i|we have|know|find|get|found|compute|computed|determine"),
+    Cue(S, "then|next ,? i|we 'll|will|need|must|should"),
+    Cue(S, "next ,|we|i|let|step", sentence_start=True),
+    Cue(S, "finally ,|we|i|let", sentence_start=True),
+    Cue(S, "it remains to|remain"),
+    Cue(S, "now i|we need|have|want to find|compute|calculate|determine|show|figure|work|prove"),
+    Cue(S, "?", not_in_request=False),  # GSM8K-socratic sub-question "... ? **"; see _accept
+    # --- backward chaining: from the goal back to the givens -------------------------------------
+    Cue(C, "work|working|worked|reason|reasoning backward|backwards"),
+    Cue(C, "work|working|worked|reason|reasoning back from"),
+    Cue(C, "backward|backwards from|reasoning|chaining"),
+    Cue(C, "start|starting|begin|beginning from|with|at the goal|end|answer|target|conclusion|desired"),
+    Cue(C, "from the conclusion|goal|target|desired"),
+    Cue(C, "suffices to|that"),
+    Cue(C, "sufficient to|that show|prove|check|find|establish|verify"),
+    Cue(C, "it|this 's|is enough|sufficient to"),
+    Cue(C, "would follow if|from|once"),
+    Cue(C, "this|that|which would follow"),
+    Cue(C, "reduces|reduce|reduced to showing|proving|checking|finding"),
+    Cue(C, "equivalent to showing|proving"),
+    Cue(C, "we|i|you 're|are|would|will|'d be? done if|once"),
+    Cue(C, "to get|reach|make|obtain|hit|produce|achieve NUM", sentence_start=True),
+    Cue(C, "need|needs|want|wants to make|get|reach|produce|hit|obtain NUM"),
+    Cue(C, "for this|that|it|equality|inequality|equation to hold|be|work|equal"),
+    Cue(C, "what do|would|does i|we need"),
+    Cue(C, "in order for"),
+    Cue(C, "our|my|the goal|aim|objective is to show|prove|get|make|reach"),
+)
+
+BACKTRACKING_WAIT_VERIFIES = re.compile(
+    r"\b(check|verify|double-check|confirm|make sure|be sure|sanity)\b", re.IGNORECASE
+)
+WAIT_NOT_REVISION = re.compile(r"^\s*(wait|hold on|hang on)\s+(for|until|till|to|and see)\b", re.IGNORECASE)
+
+
+def _build_nlp() -> Language:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("curate_newline_sentences", after="sentencizer")
+    nlp.max_length = CHUNK_CHARS * 2
+    return nlp
+
+
+@Language.component("curate_newline_sentences")
+def newline_sentences(doc: Doc) -> Doc:
+    for i in range(1, len(doc)):
+        if "\n" in doc[i - 1].text_with_ws and not doc[i].is_space:
+            doc[i].is_sent_start = True
+    return doc
+
+
+def _chunks(text: str) -> Iterator[tuple[int, str]]:
+    """Cut text into pieces of at most CHUNK_CHARS, at the last newline (else space) before the limit."""
+    start = 0
+    while len(text) - start > CHUNK_CHARS:
+        window = text[start : start + CHUNK_CHARS]
+        cut = window.rfind("\n")
+        if cut < CHUNK_CHARS // 2:
+            cut = window.rfind(" ")
+        if cut < CHUNK_CHARS // 2:
+            cut = CHUNK_CHARS - 1
+        yield start, text[start : start + cut + 1]
+        start += cut + 1
+    if start < len(text):
+        yield start, text[start:]
+
+
+def _starts_sentence(span: Span) -> bool:
+    sent = span.sent
+    for token in sent:
+        if token.i >= span.start:
+            return True
+        if token.is_space or token.is_punct or token.lower_ in OPENERS or token.like_num:
+            continue
+        return False
+    return True
+
+
+class CueClassifier(Classifier):
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self.nlp = _build_nlp()
+        self.matcher = Matcher(self.nlp.vocab)
+        self.cues: dict[str, Cue] = {}
+        for i, cue in enumerate(CUES):
+            key = f"{cue.behavior}:{i}"
+            self.cues[key] = cue
+            self.matcher.add(key, [[_token_spec(w) for w in cue.pattern.split()]])
+
+    def classify(self, texts: Sequence[str]) -> list[Labels]:
+        pieces = [(t, offset, chunk) for t, text in enumerate(texts) for offset, chunk in _chunks(text)]
+        hits: list[dict[str, dict[int, tuple[int, int]]]] = [
+            {b: {} for b in BEHAVIOR_NAMES} for _ in texts
+        ]
+        docs = self.nlp.pipe((chunk for _, _, chunk in pieces), batch_size=self.batch_size)
+        for (t, offset, _), doc in zip(pieces, docs):
+            for match_id, start, end in self.matcher(doc):
+                key = self.nlp.vocab.strings[match_id]
+                cue = self.cues[key]
+                span = doc[start:end]
+                behavior = self._accept(cue, span)
+                if behavior is None:
+                    continue
+                sentence_key = offset + span.sent.start_char
+                location = (offset + span.start_char, offset + span.end_char)
+                current = hits[t][behavior].get(sentence_key)
+                if current is None or location < current:
+                    hits[t][behavior][sentence_key] = location
+        results = []
+        for per_behavior in hits:
+            counts = {b: len(per_behavior[b]) for b in BEHAVIOR_NAMES}
+            evidence = sorted(
+                (Evidence(b, s, e) for b in BEHAVIOR_NAMES for (s, e) in per_behavior[b].values()),
+                key=lambda ev: (ev.start, ev.behavior),
+            )
+            results.append(Labels(counts=counts, evidence=evidence))
+        return results
+
+    def _accept(self, cue: Cue, span: Span) -> str | None:
+        """Apply the context rules; returns the behavior the span counts for, or None."""
+        sentence = span.sent.text
+        if cue.pattern == "?":
+            following = span.doc[span.end : span.end + 2]
+            return cue.behavior if any(t.text == "**" or t.text == "*" for t in following) else None
+        if cue.sentence_start and not _starts_sentence(span):
+            return None
+        if cue.not_in_request and REQUEST_PATTERN.search(sentence):
+            return None
+        if cue.not_in_question and sentence.rstrip().endswith("?"):
+            return None
+        if cue.behavior == B and span[0].lower_ in {"wait", "hold", "hang"}:
+            tail = span.doc.text[span.start_char : span.sent.end_char]
+            if WAIT_NOT_REVISION.match(tail):
+                return None
+            if BACKTRACKING_WAIT_VERIFIES.search(tail):
+                # "Wait, let me double-check ..." stops to verify rather than to revise.
+                return V
+        return cue.behavior
+
+
+@register("cues_v1")
+def make_cue_classifier(batch_size: int = 64) -> CueClassifier:
+    return CueClassifier(batch_size=batch_size)
+
+
+CueClassifier.name = "cues_v1"

@@ -1,0 +1,49 @@
+"""Plots a person would rather look at than read: prevalence per behavior and their co-occurrence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from curate.behaviors import BEHAVIOR_NAMES  # noqa: E402
+
+
+def plot_prevalence(stats: list, path: str | Path) -> Path:
+    """stats: BehaviorStats per classifier. Left: prevalence bars; right: co-occurrence heat map (first classifier)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, (bars, heat) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.2, 1]})
+    width = 0.8 / max(len(stats), 1)
+    labels = [b.replace("_", "\n") for b in BEHAVIOR_NAMES]
+    for k, s in enumerate(stats):
+        xs = [i + k * width for i in range(len(BEHAVIOR_NAMES))]
+        values = [100 * s.prevalence[b] for b in BEHAVIOR_NAMES]
+        bars.bar(xs, values, width=width, label=f"{s.classifier} (n={s.documents:,})")
+        for x, v in zip(xs, values):
+            bars.text(x, v + 0.5, f"{v:.1f}", ha="center", fontsize=8)
+    bars.set_xticks([i + width * (len(stats) - 1) / 2 for i in range(len(BEHAVIOR_NAMES))], labels)
+    bars.set_ylabel("% of documents")
+    bars.set_title("Prevalence")
+    bars.legend(fontsize=8)
+    if stats:
+        first = stats[0]
+        matrix = [[first.cooccurrence[a][b] for b in BEHAVIOR_NAMES] for a in BEHAVIOR_NAMES]
+        image = heat.imshow(matrix, cmap="Blues")
+        heat.set_xticks(range(len(BEHAVIOR_NAMES)), labels, fontsize=8)
+        heat.set_yticks(range(len(BEHAVIOR_NAMES)), labels, fontsize=8)
+        peak = max(max(r) for r in matrix) or 1
+        for i, row in enumerate(matrix):
+            for j, value in enumerate(row):
+                heat.text(j, i, f"{value:,}", ha="center", va="center", color="white" if value > peak / 2 else "black", fontsize=8)
+        heat.set_title(f"Co-occurrence (documents, {first.classifier})")
+        fig.colorbar(image, ax=heat, shrink=0.8)
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".partial.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

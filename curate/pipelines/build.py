@@ -1,0 +1,93 @@
+"""The build job: tag (reusing finished shards) -> select with DuckDB -> write the selected documents.
+
+Output layout:
+    OUT/data/train-*.parquet   text + attributes; `datasets.load_dataset("parquet", data_dir="OUT/data")`
+    OUT/README.md              dataset card with measured prevalence
+    OUT/rejects/               every record that could not be read, with its reason
+    OUT/.curate/               selection, parameters and executor logs (bookkeeping)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from datatrove.executor import LocalPipelineExecutor
+
+from curate.pipelines.query import Selection, behavior_stats, count_rejects, parquet_files, select_ids
+from curate.pipelines.readers import InputSpec, make_reader
+from curate.pipelines.steps import DatasetWriter, KeepSelected, SplitRejects
+from curate.pipelines.tag import run_tagging
+
+STATE = ".curate"
+
+
+@dataclass
+class BuildResult:
+    output: Path
+    tags_dir: Path
+    selected: int
+    parameters: dict
+
+
+def run_build(
+    spec: InputSpec,
+    output: str | Path,
+    selection: Selection,
+    tags_root: str | Path | None = None,
+    classifier: str = "cues",
+    tasks: int = 1,
+    workers: int = 1,
+    batch_size: int = 64,
+    progress: bool = True,
+    license: str = "other",
+    card_extra: dict | None = None,
+) -> BuildResult:
+    from curate.data_cards.cards import write_behavior_card
+
+    output = Path(output)
+    tags_root = Path(tags_root) if tags_root else output / "tags"
+    tagged = run_tagging(spec, tags_root, classifier, tasks=tasks, workers=workers, batch_size=batch_size, progress=progress)
+
+    state = output / STATE
+    parameters = {
+        **spec.fingerprint(),
+        "classifier": tagged.classifier,
+        "tags": str(tagged.tags_dir.resolve()),
+        "selection": selection.describe(),
+    }
+    parameters_path = state / "parameters.json"
+    if parameters_path.exists() and json.loads(parameters_path.read_text()) != parameters:
+        # Different selection: the finished tasks of the old build must not be skipped.
+        shutil.rmtree(state)
+        shutil.rmtree(output / "data", ignore_errors=True)
+        shutil.rmtree(output / "rejects", ignore_errors=True)
+    state.mkdir(parents=True, exist_ok=True)
+    parameters_path.write_text(json.dumps(parameters, indent=2))
+
+    selection_path = state / "selection.parquet"
+    selected = select_ids(tagged.tags_dir, selection, selection_path)
+    pipeline = [
+        make_reader(spec, progress=progress),
+        SplitRejects(str(output / "rejects")),
+        KeepSelected(str(selection_path)),
+        DatasetWriter(str(output / "data")),
+    ]
+    LocalPipelineExecutor(
+        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(state / "logs"), skip_completed=True
+    ).run()
+
+    corpus_stats = behavior_stats(tagged.tags_dir)
+    dataset_stats = behavior_stats(output / "data") if parquet_files(output / "data") else []
+    write_behavior_card(
+        output,
+        parameters=parameters,
+        corpus_stats=corpus_stats,
+        dataset_stats=dataset_stats,
+        rejects=count_rejects(tagged.rejects_dir),
+        license=license,
+        extra=card_extra or {},
+    )
+    return BuildResult(output=output, tags_dir=tagged.tags_dir, selected=selected, parameters=parameters)

@@ -1,0 +1,209 @@
+"""datatrove steps: route rejects, tag documents, keep a selection, and write files whole or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+import pyarrow as pa
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.writers.jsonl import JsonlWriter
+from datatrove.pipeline.writers.parquet import ParquetWriter
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers import get_classifier, resolve_name
+from curate.pipelines.readers import REJECT_REASON, is_reject
+from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, Labels, attribute_row
+
+ATTRIBUTES = "curate_attributes"
+PARTIAL = ".partial"
+
+
+class AtomicOutput:
+    """Mixin for datatrove writers: write `NAME.partial`, rename to `NAME` once the file is closed,
+    so a reader never sees half a shard and a crashed task leaves nothing that looks finished."""
+
+    def _get_output_filename(self, document, rank=0, **kwargs):
+        return super()._get_output_filename(document, rank, **kwargs) + PARTIAL
+
+    def close(self):
+        partial_files = list(self.output_mg.get_open_files())
+        super().close()
+        for name in partial_files:
+            if name.endswith(PARTIAL):
+                self.output_folder.mv(name, name.removesuffix(PARTIAL))
+
+
+class RejectsWriter(AtomicOutput, JsonlWriter):
+    name = "🗑 Rejects"
+
+    def __init__(self, output_folder: str):
+        super().__init__(output_folder, output_filename="rejects_${rank}.jsonl", compression=None, adapter=_reject_row)
+
+
+def _reject_row(_writer, document: Document) -> dict:
+    return {
+        "reason": document.metadata[REJECT_REASON],
+        "source": document.metadata.get("source"),
+        "position": document.metadata.get("position"),
+        "id": document.id,
+        "raw": document.text,
+    }
+
+
+class SplitRejects(PipelineStep):
+    """Writes rejected records (with their reason) to the rejects folder and passes the rest on."""
+
+    name = "🗑 Split rejects"
+    type = "🔀 - ROUTER"
+
+    def __init__(self, rejects_folder: str):
+        super().__init__()
+        self.rejects_folder = rejects_folder
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        with RejectsWriter(self.rejects_folder) as writer:
+            for document in data:
+                if is_reject(document):
+                    writer.write(document, rank)
+                    self.stat_update("rejected", f"rejected: {document.metadata[REJECT_REASON].split(':')[0][:60]}")
+                    continue
+                self.stat_update("read")
+                yield document
+
+
+def batched(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+class TagDocuments(PipelineStep):
+    """Runs a registered behavior classifier over batches of documents and attaches one attribute row each."""
+
+    name = "🏷 Tag behaviors"
+    type = "🏷 - TAGGER"
+
+    def __init__(self, classifier: str, batch_size: int = 64, classifier_options: dict | None = None):
+        super().__init__()
+        self.classifier_name, _ = resolve_name(classifier)  # fails now, listing known names, if unknown
+        self.classifier_spec = classifier
+        self.classifier_options = classifier_options or {}
+        self.batch_size = batch_size
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        # Built inside the worker: spaCy pipelines and model clients do not travel between processes.
+        classifier = get_classifier(self.classifier_spec, **self.classifier_options)
+        for batch in batched(data, self.batch_size):
+            with self.track_time(unit="batch"):
+                labels = self._classify(classifier, [d.text for d in batch])
+            for document, label in zip(batch, labels, strict=True):
+                row = attribute_row(
+                    document.id, len(document.text), label, classifier.name, classifier.model, classifier.prompt_version
+                )
+                document.metadata[ATTRIBUTES] = row
+                if label.error:
+                    self.stat_update("tag_errors")
+                else:
+                    self.stat_update("tagged")
+                    for behavior in BEHAVIOR_NAMES:
+                        if label.counts.get(behavior):
+                            self.stat_update(f"has {behavior}")
+                yield document
+
+    @staticmethod
+    def _classify(classifier, texts: list[str]) -> list[Labels]:
+        try:
+            labels = classifier.classify(texts)
+            if len(labels) != len(texts):
+                raise RuntimeError(f"classifier returned {len(labels)} labels for {len(texts)} texts")
+            return labels
+        except Exception:
+            # One bad document must not cost the batch: retry each alone and record what fails.
+            results = []
+            for text in texts:
+                try:
+                    results.append(classifier.classify([text])[0])
+                except Exception as error:
+                    results.append(Labels.failed(f"classifier: {type(error).__name__}: {error}"))
+            return results
+
+
+class AttributeWriter(AtomicOutput, ParquetWriter):
+    """Writes one attribute row per document (the attribute schema); no source text."""
+
+    name = "📒 Attributes"
+
+    def __init__(self, output_folder: str):
+        super().__init__(
+            output_folder,
+            output_filename="attributes_${rank}.parquet",
+            adapter=lambda _writer, document: document.metadata[ATTRIBUTES],
+            schema=ATTRIBUTE_SCHEMA,
+            use_content_defined_chunking=False,
+        )
+
+
+DATASET_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        *[(name, pa.int32()) for name in BEHAVIOR_NAMES],
+        ("evidence", EVIDENCE_TYPE),
+        ("classifier", pa.string()),
+        ("n_chars", pa.int64()),
+        ("source", pa.string()),
+    ]
+)
+
+
+def _dataset_row(_writer, document: Document) -> dict:
+    attributes = document.metadata[ATTRIBUTES]
+    return {
+        "id": document.id,
+        "text": document.text,
+        **{b: attributes[b] for b in BEHAVIOR_NAMES},
+        "evidence": attributes["evidence"],
+        "classifier": attributes["classifier"],
+        "n_chars": attributes["n_chars"],
+        "source": str(document.metadata.get("source", "")),
+    }
+
+
+class DatasetWriter(AtomicOutput, ParquetWriter):
+    """Selected documents with their text and attributes, loadable by `datasets.load_dataset('parquet')`."""
+
+    name = "📒 Dataset"
+
+    def __init__(self, output_folder: str):
+        super().__init__(
+            output_folder,
+            output_filename="train-${rank}.parquet",
+            adapter=_dataset_row,
+            schema=DATASET_SCHEMA,
+        )
+
+
+class KeepSelected(PipelineStep):
+    """Keeps the documents whose id is in a selection parquet (id + attribute columns), attaching their attributes."""
+
+    name = "🎯 Keep selected"
+    type = "🔻 - FILTER"
+
+    def __init__(self, selection_path: str):
+        super().__init__()
+        self.selection_path = selection_path
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        import pyarrow.parquet as pq
+
+        selection = {row["id"]: row for row in pq.read_table(self.selection_path).to_pylist()}
+        for document in data:
+            row = selection.pop(document.id, None)  # pop: a duplicated id in the corpus is written once
+            if row is None:
+                self.stat_update("not selected")
+                continue
+            document.metadata[ATTRIBUTES] = row
+            self.stat_update("selected")
+            yield document

@@ -1,0 +1,91 @@
+"""The tag job: corpus -> behavior classifier -> attribute shards in `TAGS/<classifier>/`.
+
+Runs on datatrove's LocalPipelineExecutor. A rerun skips the tasks that completed; a task that
+died mid-way runs again and replaces its shard, so no document is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from datatrove.executor import LocalPipelineExecutor
+
+from curate.classifiers import resolve_name
+from curate.pipelines.readers import InputSpec, make_reader
+from curate.pipelines.steps import AttributeWriter, SplitRejects, TagDocuments
+
+MANIFEST = "manifest.json"
+
+
+class TagsMismatchError(RuntimeError):
+    pass
+
+
+@dataclass
+class TagResult:
+    tags_dir: Path
+    rejects_dir: Path
+    classifier: str
+
+
+def tags_dir_for(tags_root: str | Path, classifier: str) -> Path:
+    name, _ = resolve_name(classifier)
+    return Path(tags_root) / name
+
+
+def _check_manifest(out: Path, manifest: dict) -> None:
+    path = out / MANIFEST
+    if path.exists():
+        existing = json.loads(path.read_text())
+        if existing != manifest:
+            raise TagsMismatchError(
+                f"{out} already holds tags for a different input or classifier:\n"
+                f"  there: {json.dumps(existing)}\n  now:   {json.dumps(manifest)}\n"
+                "Pass another --tags directory for this input, or delete that one to re-tag."
+            )
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2))
+        tmp.replace(path)
+
+
+def run_tagging(
+    spec: InputSpec,
+    tags_root: str | Path,
+    classifier: str = "cues",
+    tasks: int = 1,
+    workers: int = 1,
+    batch_size: int = 64,
+    progress: bool = True,
+    limit: int = -1,
+    classifier_options: dict | None = None,
+) -> TagResult:
+    name, argument = resolve_name(classifier)
+    out = Path(tags_root) / name
+    _check_manifest(out, {"classifier": name, "classifier_argument": argument, **spec.fingerprint(), "limit": limit})
+    rejects = out / "rejects"
+    pipeline = [
+        make_reader(spec, progress=progress, limit=limit),
+        SplitRejects(str(rejects)),
+        TagDocuments(classifier, batch_size=batch_size, classifier_options=classifier_options),
+        AttributeWriter(str(out)),
+    ]
+    executor = LocalPipelineExecutor(
+        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(out / "_logs"), skip_completed=True
+    )
+    executor.run()
+    failed = _failed_tasks(out / "_logs", tasks)
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} of {tasks} tagging tasks did not complete (ranks {failed[:10]}); "
+            f"see {out / '_logs' / 'logs'}. Rerun the same command to finish them."
+        )
+    return TagResult(tags_dir=out, rejects_dir=rejects, classifier=name)
+
+
+def _failed_tasks(logging_dir: Path, tasks: int) -> list[int]:
+    done = {p.name for p in (logging_dir / "completions").glob("*")}
+    return [rank for rank in range(tasks) if f"{rank:05d}" not in done]

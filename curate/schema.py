@@ -1,0 +1,65 @@
+"""The attribute schema: the contract between every classifier and every later stage.
+
+One parquet row per document per classifier run. Source text stays out; join on `id`.
+A count is null when it could not be determined (and `error` says why) - never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from curate.behaviors import BEHAVIOR_NAMES
+
+EVIDENCE_TYPE = pa.list_(
+    pa.struct([("behavior", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
+)
+
+ATTRIBUTE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        *[(name, pa.int32()) for name in BEHAVIOR_NAMES],
+        ("evidence", EVIDENCE_TYPE),
+        ("classifier", pa.string()),
+        ("model", pa.string()),
+        ("prompt_version", pa.string()),
+        ("error", pa.string()),
+        ("n_chars", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    behavior: str
+    start: int
+    end: int
+
+
+@dataclass
+class Labels:
+    """What a classifier says about one text."""
+
+    counts: dict[str, int | None] = field(default_factory=lambda: {b: None for b in BEHAVIOR_NAMES})
+    evidence: list[Evidence] = field(default_factory=list)
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, reason: str) -> "Labels":
+        return cls(error=reason)
+
+
+def attribute_row(
+    doc_id: str, n_chars: int, labels: Labels, classifier: str, model: str | None, prompt_version: str | None
+) -> dict:
+    return {
+        "id": doc_id,
+        **{b: labels.counts.get(b) for b in BEHAVIOR_NAMES},
+        "evidence": [{"behavior": e.behavior, "start": e.start, "end": e.end} for e in labels.evidence],
+        "classifier": classifier,
+        "model": model,
+        "prompt_version": prompt_version,
+        "error": labels.error,
+        "n_chars": n_chars,
+    }
