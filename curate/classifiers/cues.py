@@ -47,13 +47,15 @@ REQUEST_PATTERN = re.compile(
 @dataclass(frozen=True)
 class Cue:
     """A pattern in a tiny notation: words separated by spaces; `a|b` alternatives; a trailing `?`
-    makes a token optional; `NUM` a number; `*` any one token. Apostrophe forms match both ' and ’."""
+    makes a token optional; `NUM` a number; `*` any one token; `ANY{1,15}` one to fifteen tokens of
+    the same sentence. Apostrophe forms match both ' and ’."""
 
     behavior: str
     pattern: str
     sentence_start: bool = False  # the cue must open its sentence (after OPENERS)
     not_in_request: bool = True  # reject inside a sentence that asks others how to do it
     not_in_question: bool = False  # reject in any sentence ending with "?"
+    unless_next: frozenset[str] = frozenset()  # reject when the next word is one of these
 
 
 def _token_spec(word: str) -> dict:
@@ -64,6 +66,9 @@ def _token_spec(word: str) -> dict:
         spec: dict = {"LIKE_NUM": True}
     elif word == "*":
         spec = {"IS_SPACE": False}
+    elif word.startswith("ANY{"):
+        spec = {"IS_SPACE": False, "IS_SENT_START": False, "OP": word[3:]}
+        return spec
     else:
         options: list[str] = []
         for alt in word.split("|"):
@@ -86,8 +91,9 @@ CUES: tuple[Cue, ...] = (
     Cue(V, "let 's check|verify|confirm|recheck|test|validate"),
     Cue(V, "let me|us|'s quickly|just|also|now|first check|verify|confirm|recheck"),
     Cue(V, "i|we will|'ll|should|can|could|must|might also|now|quickly|just|then? check|verify|confirm|recheck"),
-    Cue(V, "i|we check|verify|confirm|checked|verified|confirmed|rechecked|recheck"),
-    Cue(V, "to check|verify|confirm that|this|it|the|our|my|whether|if|:|,|your"),
+    Cue(V, "i|we checked|verified|confirmed|rechecked|double-checked"),
+    Cue(V, "to check|verify|confirm ,|this|:|that", sentence_start=True),
+    Cue(V, "in order to check|verify|confirm"),
     Cue(V, "checking|verifying|confirming|rechecking :|,|that|this|the|my|our|again|with|it|whether|if"),
     Cue(V, "double -? check|checking|checked|checks"),
     Cue(V, "re -? check|checking|checked|verify|verifying"),
@@ -107,7 +113,11 @@ CUES: tuple[Cue, ...] = (
     Cue(V, "as expected", not_in_question=True),
     Cue(V, "✓|✔|✅"),
     Cue(V, "consistent with the|our|what|my given|result|answer|earlier|previous|original|expected|above"),
-    Cue(V, "that|this|which|it|so is|'s indeed? correct|right", not_in_question=True),
+    Cue(V, "yes|yep|so|good|great , that|this|it|which 's|is correct|right|consistent", not_in_question=True),
+    Cue(V, "is|are|was indeed correct|right|consistent|true", not_in_question=True),
+    Cue(V, "does|did|do n't|not make sense|add up|seem right"),
+    Cue(V, "that|this|which|it seems|is|'s way too large|big|small|high|low|much"),
+    Cue(V, "which|that|this|it is|'s over|under|impossible|negative|not an integer|not possible"),
     Cue(V, "i|we get|got|obtain the same result|answer|value|number"),
     Cue(V, "the same result|answer|value as before|above|earlier"),
     # --- backtracking: a path is abandoned or a result revised -----------------------------------
@@ -180,7 +190,8 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "backward|backwards from|reasoning|chaining"),
     Cue(C, "start|starting|begin|beginning from|with|at the goal|end|answer|target|conclusion|desired"),
     Cue(C, "from the conclusion|goal|target|desired"),
-    Cue(C, "suffices to|that"),
+    Cue(C, "suffices to|that", unless_next=frozenset({"note", "notice", "observe", "remark", "say", "mention", "recall", "see"})),
+    Cue(C, "to find|compute|determine|get|maximize|minimize|prove|show|make|ensure|have ANY{1,15} , i|we|you need|must|have|want|would", sentence_start=True),
     Cue(C, "sufficient to|that show|prove|check|find|establish|verify"),
     Cue(C, "it|this 's|is enough|sufficient to"),
     Cue(C, "would follow if|from|once"),
@@ -296,6 +307,8 @@ class CueClassifier(Classifier):
         if cue.not_in_request and REQUEST_PATTERN.search(sentence):
             return None
         if cue.not_in_question and sentence.rstrip().endswith("?"):
+            return None
+        if cue.unless_next and span.end < len(span.doc) and span.doc[span.end].lower_ in cue.unless_next:
             return None
         if cue.behavior == B and span[0].lower_ in {"wait", "hold", "hang"}:
             tail = span.doc.text[span.start_char : span.sent.end_char]
