@@ -8,7 +8,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("PREFECT_API_URL", "")
 
 SHARED_DATA = Path(os.environ.get("CURATE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
