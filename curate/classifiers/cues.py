@@ -13,12 +13,14 @@ is one instance of backtracking, not two. Evidence is the first cue span in each
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import product
 
 import spacy
 from spacy.language import Language
-from spacy.matcher import Matcher
+from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokens import Doc, Span
 
 from curate.behaviors import BEHAVIOR_NAMES
@@ -55,7 +57,7 @@ class Cue:
     sentence_start: bool = False  # the cue must open its sentence (after OPENERS)
     not_in_request: bool = True  # reject inside a sentence that asks others how to do it
     not_in_question: bool = False  # reject in any sentence ending with "?"
-    unless_next: frozenset[str] = frozenset()  # reject when the next word is one of these
+    unless_next: frozenset[str] = frozenset()  # reject when one of the next three words is one of these
 
 
 def _token_spec(word: str) -> dict:
@@ -124,7 +126,7 @@ CUES: tuple[Cue, ...] = (
     Cue(B, "wait", sentence_start=True, not_in_request=False),
     Cue(B, "hold on", sentence_start=True, not_in_request=False),
     Cue(B, "hang on", sentence_start=True, not_in_request=False),
-    Cue(B, "that|this|it|which 's|is|was not|n't right|correct|it"),
+    Cue(B, "that|this|it|which 's|is|was not|n't right|correct"),
     Cue(B, "that|this|it|which ca|can|could n't|not be right|correct"),
     Cue(B, "that|this|it|which 's|is|was wrong|incorrect"),
     Cue(B, "that|this|it|which does|did|will|would|wo n't|not work"),
@@ -151,15 +153,25 @@ CUES: tuple[Cue, ...] = (
     Cue(B, "go|going|went back to|and the|my|this|that|square|step|start|beginning|previous|earlier|original"),
     Cue(B, "i|we was|were wrong|mistaken"),
     Cue(B, "actually ,? no|wait"),
-    Cue(B, "actually ,? that|this|it|i 's|is|was|made|should n't|not|wrong|incorrect|a"),
+    Cue(B, "actually ,? that|this|it|i 's|is|was|should n't|not|wrong|incorrect"),
+    Cue(B, "actually ,? i|we made a|an mistake|error"),
     Cue(B, "no ,|. that|this|it 's|is|was|does|can not|n't|wrong"),
     Cue(B, "correction :|,"),
     Cue(B, "instead , let|i|we", sentence_start=True, not_in_request=False),
     Cue(B, "that|this|it overshoots|undershoots|overshot|undershot"),
     Cue(B, "that|this|it 's|is too big|large|small|high|low|much|many|few"),
     Cue(B, "not|n't going to work"),
-    Cue(B, "gives|get|got|yields|leaves|is NUM , not NUM"),
+    Cue(B, "gives|yields|leaves|equals NUM , not NUM"),
     Cue(B, "backtrack|backtracking|backtracked"),
+    Cue(B, "scrap|drop|abandon|ditch|discard it|this|that|the idea|approach|plan"),
+    Cue(B, "wrong choice|approach|idea|turn|direction|guess|track|setup"),
+    Cue(B, "that|this 's|is worse|hopeless|a dead"),
+    Cue(B, "got|have that|it backwards|wrong|reversed"),
+    Cue(B, "switch|switching|change|changing approach|approaches|strategy|strategies|tactics|gears|tack"),
+    Cue(B, "route|path|approach|idea|way is|'s dead|hopeless|doomed"),
+    Cue(B, "too weak|crude|lossy"),
+    Cue(B, "hmm|oh|ah ,? no", sentence_start=True, not_in_request=False),
+    Cue(B, "re -? examine|think|do|compute|consider|evaluate|calculate"),
     Cue(B, "should have been"),
     # --- subgoal setting: the problem is split into intermediate goals ---------------------------
     Cue(S, "first|firstly ,|of|let|i|we|off|step|thing", sentence_start=True),
@@ -172,7 +184,10 @@ CUES: tuple[Cue, ...] = (
     Cue(S, "the|our|my first|next|last|final|second|third step|task|goal|subgoal|job|thing"),
     Cue(S, "the|my|our plan|strategy|approach is|will|:"),
     Cue(S, "here|here 's|is the|my|our|a plan|strategy|approach"),
-    Cue(S, "plan :|of attack"),
+    Cue(S, "plan :"),
+    Cue(S, "plan of attack"),
+    Cue(S, "sub -? problem|problems|goal|goals|task|tasks"),
+    Cue(S, "in stages|steps|phases", not_in_question=True),
     Cue(S, "break|breaking|broke|split|splitting|divide|dividing|decompose|decomposing this|it|the|problem|that * ? into|down"),
     Cue(S, "into two|three|four|several|smaller|simpler|manageable parts|steps|pieces|cases|subproblems|sub-problems|stages"),
     Cue(S, "in two|three|four|several steps|stages|parts"),
@@ -190,18 +205,22 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "backward|backwards from|reasoning|chaining"),
     Cue(C, "start|starting|begin|beginning from|with|at the goal|end|answer|target|conclusion|desired"),
     Cue(C, "from the conclusion|goal|target|desired"),
-    Cue(C, "suffices to|that", unless_next=frozenset({"note", "notice", "observe", "remark", "say", "mention", "recall", "see"})),
-    Cue(C, "to find|compute|determine|get|maximize|minimize|prove|show|make|ensure|have ANY{1,15} , i|we|you need|must|have|want|would", sentence_start=True),
+    Cue(C, "suffices|suffice", unless_next=frozenset({"note", "notice", "observe", "remark", "say", "mention", "recall", "see"})),
+    Cue(C, "to find|compute|determine|maximize|minimize|prove|show|ensure ANY{1,15} , i|we|you need|must|have|want|would", sentence_start=True),
     Cue(C, "sufficient to|that show|prove|check|find|establish|verify"),
     Cue(C, "it|this 's|is enough|sufficient to"),
     Cue(C, "would follow if|from|once"),
     Cue(C, "this|that|which would follow"),
-    Cue(C, "reduces|reduce|reduced to showing|proving|checking|finding"),
+    Cue(C, "reduces|reduce|reduced to showing|proving|checking|finding|making|building|getting|computing"),
+    Cue(C, "need|want a|an? NUM from|out"),
+    Cue(C, "what i|we really? want|need is|are"),
+    Cue(C, "if i|we can ANY{1,12} , then? i|we 'm|am|are|'re|'d|would|will be? done"),
     Cue(C, "equivalent to showing|proving"),
     Cue(C, "we|i|you 're|are|would|will|'d be? done if|once"),
     Cue(C, "to get|reach|make|obtain|hit|produce|achieve NUM", sentence_start=True),
     Cue(C, "need|needs|want|wants to make|get|reach|produce|hit|obtain NUM"),
-    Cue(C, "for this|that|it|equality|inequality|equation to hold|be|work|equal"),
+    Cue(C, "for this|that|it|equality|inequality|equation to hold|work|equal"),
+    Cue(C, "for this|that|it to be true|possible|valid|the case"),
     Cue(C, "what do|would|does i|we need"),
     Cue(C, "in order for"),
     Cue(C, "our|my|the goal|aim|objective is to show|prove|get|make|reach"),
@@ -211,6 +230,20 @@ BACKTRACKING_WAIT_VERIFIES = re.compile(
     r"\b(check|verify|double-check|confirm|make sure|be sure|sanity)\b", re.IGNORECASE
 )
 WAIT_NOT_REVISION = re.compile(r"^\s*(wait|hold on|hang on)\s+(for|until|till|to|and see)\b", re.IGNORECASE)
+
+
+def _expand(words: list[str]) -> Iterator[tuple[str, ...]]:
+    """Every token sequence a pattern of literal words can match (alternatives, optional words, apostrophes)."""
+    choices = []
+    for word in words:
+        optional = word.endswith("?") and len(word) > 1
+        alternatives = word[:-1].split("|") if optional else word.split("|")
+        alternatives += [a.replace("'", "’") for a in alternatives if "'" in a]
+        choices.append(alternatives + ([None] if optional else []))
+    for combination in product(*choices):
+        phrase = tuple(w for w in combination if w is not None)
+        if phrase:
+            yield phrase
 
 
 def _build_nlp() -> Language:
@@ -245,10 +278,9 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
         yield start, text[start:]
 
 
-def _starts_sentence(span: Span) -> bool:
-    sent = span.sent
+def _starts_sentence(start: int, sent: Span) -> bool:
     for token in sent:
-        if token.i >= span.start:
+        if token.i >= start:
             return True
         if token.is_space or token.is_punct or token.lower_ in OPENERS or token.like_num:
             continue
@@ -260,12 +292,19 @@ class CueClassifier(Classifier):
     def __init__(self, batch_size: int = 64):
         self.batch_size = batch_size
         self.nlp = _build_nlp()
+        # Fixed phrases go to the PhraseMatcher (a trie, several times faster than token patterns);
+        # only cues with numbers or wildcards need the Matcher.
         self.matcher = Matcher(self.nlp.vocab)
+        self.phrases = PhraseMatcher(self.nlp.vocab, attr="LOWER")
         self.cues: dict[str, Cue] = {}
         for i, cue in enumerate(CUES):
             key = f"{cue.behavior}:{i}"
             self.cues[key] = cue
-            self.matcher.add(key, [[_token_spec(w) for w in cue.pattern.split()]])
+            words = cue.pattern.split()
+            if any(w in ("NUM", "*") or w.startswith("ANY{") for w in words):
+                self.matcher.add(key, [[_token_spec(w) for w in words]])
+            else:
+                self.phrases.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(words)])
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
         pieces = [(t, offset, chunk) for t, text in enumerate(texts) for offset, chunk in _chunks(text)]
@@ -274,15 +313,19 @@ class CueClassifier(Classifier):
         ]
         docs = self.nlp.pipe((chunk for _, _, chunk in pieces), batch_size=self.batch_size)
         for (t, offset, _), doc in zip(pieces, docs):
-            for match_id, start, end in self.matcher(doc):
+            sentences = list(doc.sents)
+            sentence_starts = [sentence.start for sentence in sentences]
+            for match_id, start, end in [*self.phrases(doc), *self.matcher(doc)]:
                 key = self.nlp.vocab.strings[match_id]
                 cue = self.cues[key]
-                span = doc[start:end]
-                behavior = self._accept(cue, span)
+                # Span.sent scans the whole doc on every call; look the sentence up instead.
+                sent = sentences[bisect_right(sentence_starts, start) - 1]
+                behavior = self._accept(cue, doc, start, end, sent)
                 if behavior is None:
                     continue
-                sentence_key = offset + span.sent.start_char
-                location = (offset + span.start_char, offset + span.end_char)
+                sentence_key = offset + sent.start_char
+                last = doc[end - 1]
+                location = (offset + doc[start].idx, offset + last.idx + len(last))
                 current = hits[t][behavior].get(sentence_key)
                 if current is None or location < current:
                     hits[t][behavior][sentence_key] = location
@@ -296,22 +339,24 @@ class CueClassifier(Classifier):
             results.append(Labels(counts=counts, evidence=evidence))
         return results
 
-    def _accept(self, cue: Cue, span: Span) -> str | None:
-        """Apply the context rules; returns the behavior the span counts for, or None."""
-        sentence = span.sent.text
+    def _accept(self, cue: Cue, doc: Doc, start: int, end: int, sent: Span) -> str | None:
+        """Apply the context rules to the match doc[start:end]; returns the behavior it counts for, or None.
+
+        Works on token indices: slicing a Doc into a Span costs time proportional to the whole Doc."""
+        sentence = sent.text
+        following = [doc[i].text for i in range(end, min(end + 3, len(doc)))]
         if cue.pattern == "?":
-            following = span.doc[span.end : span.end + 2]
-            return cue.behavior if any(t.text == "**" or t.text == "*" for t in following) else None
-        if cue.sentence_start and not _starts_sentence(span):
+            return cue.behavior if any(t in ("**", "*") for t in following[:2]) else None
+        if cue.sentence_start and not _starts_sentence(start, sent):
             return None
         if cue.not_in_request and REQUEST_PATTERN.search(sentence):
             return None
         if cue.not_in_question and sentence.rstrip().endswith("?"):
             return None
-        if cue.unless_next and span.end < len(span.doc) and span.doc[span.end].lower_ in cue.unless_next:
+        if cue.unless_next and any(t.lower() in cue.unless_next for t in following):
             return None
-        if cue.behavior == B and span[0].lower_ in {"wait", "hold", "hang"}:
-            tail = span.doc.text[span.start_char : span.sent.end_char]
+        if cue.behavior == B and doc[start].lower_ in {"wait", "hold", "hang"}:
+            tail = sentence[doc[start].idx - sent.start_char :]
             if WAIT_NOT_REVISION.match(tail):
                 return None
             if BACKTRACKING_WAIT_VERIFIES.search(tail):

@@ -1,0 +1,100 @@
+"""Verifier audit figures: precision / recall of the math reward on the hand-built pair set and against
+real correctness labels (GSM8K model solutions; Sky-T1 long-CoT traces graded by Qwen2.5-Math's grader).
+
+    .venv/bin/python bench/verifier_audit.py [--limit N]
+
+Real labels are themselves a grader's or a human's judgment: a disagreement is listed so it can be read,
+not assumed to be our error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from curate.pipelines.audit import Metrics, read_pairs, run_audit
+from curate.rewards import DEFAULT, Extraction, extract_answer, get_reward
+from curate.rewards.equivalence import shared_checker
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+GSM8K = Extraction(markers=(), patterns=(r"^A:\s*(.+)$",))
+# Qwen2.5-Math's grader falls back to the last number of an unmarked trace; so does this variant.
+LAST_NUMBER = Extraction(patterns=(r"(-?\d+(?:\.\d+)?)",))
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def show(name: str, m: Metrics, seconds: float) -> None:
+    print(f"{name:<34} n={m.pairs:>5}  precision={pct(m.precision):>8}  recall={pct(m.recall):>8}  "
+          f"accuracy={pct(m.accuracy):>8}  undecided={m.undecided:>3}  {seconds:6.1f} s")
+
+
+def labeled_run(items, extraction, threads):
+    """items: (gold, solution, label, tag) → Metrics, disagreements."""
+    reward = get_reward("math")
+
+    def judge(item):
+        gold, solution, label, tag = item
+        value = reward.score(solution, gold, None, extraction)
+        return (None if value is None else value >= 1.0), label, item
+
+    metrics, disagreements = Metrics(), []
+    with ThreadPoolExecutor(threads) as pool:
+        for verdict, label, item in pool.map(judge, items):
+            metrics.add(verdict, label)
+            if bool(verdict) != label:
+                disagreements.append((item[3], item[0], extract_answer(item[1], extraction), label, verdict))
+    return metrics, disagreements
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", type=int, default=None, help="rows per real-label file")
+    parser.add_argument("--threads", type=int, default=shared_checker().capacity)
+    args = parser.parse_args()
+    shared_checker().warm(args.threads)
+
+    pairs, _ = read_pairs(ROOT / "tests" / "verifier_pairs" / "pairs.jsonl")
+    started = time.perf_counter()
+    result = run_audit(pairs, threads=args.threads, progress=False)
+    show("hand-built pairs (math)", result.overall, time.perf_counter() - started)
+    for kind, m in result.by_type.items():
+        print(f"    {kind:<12} n={m.pairs:>3}  precision={pct(m.precision):>8}  recall={pct(m.recall):>8}")
+    print("    slowest:", ", ".join(f"{v.id} {v.seconds:.2f}s" for v in result.slowest(5)))
+
+    rows = [json.loads(x) for x in (DATA / "gsm8k" / "example_model_solutions.jsonl").open()][: args.limit]
+    items = []
+    for i, row in enumerate(rows):
+        gold = extract_answer(row["ground_truth"], GSM8K)
+        for key in ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification"):
+            items.append((gold, row[key]["solution"], bool(row[key]["is_correct"]), f"gsm8k/{i}/{key}"))
+    started = time.perf_counter()
+    metrics, disagreements = labeled_run(items, GSM8K, args.threads)
+    show("gsm8k model solutions (is_correct)", metrics, time.perf_counter() - started)
+    for d in disagreements[:5]:
+        print("    disagree:", d)
+
+    for path in sorted((DATA / "longcot_skythought").glob("*.jsonl")):
+        rows = [json.loads(x) for x in path.open()][: args.limit]
+        items = [(row["gt"], row["code"][0], bool(row["score"][0]), f"{path.stem[:24]}/{row['idx']}") for row in rows]
+        started = time.perf_counter()
+        for label, extraction in (("marked answers only", DEFAULT), ("+ last-number fallback", LAST_NUMBER)):
+            metrics, disagreements = labeled_run(items, extraction, args.threads)
+            show(f"sky-t1 {path.stem[-12:]} {label}", metrics, time.perf_counter() - started)
+            unmarked = sum(extract_answer(item[1], DEFAULT) is None for item in items)
+            print(f"    traces without a marked answer: {unmarked}")
+            for d in disagreements[:4]:
+                print("    disagree:", d)
+            started = time.perf_counter()
+    checker = shared_checker()
+    print(f"checker timeouts={checker.timeouts} errors={checker.errors} (bound {checker.timeout:.0f} s per check)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The cue classifier on phrasing as it appears in real traces, forum posts and worked solutions."""
+
+import pytest
+
+from curate.classifiers import get_classifier
+from curate.classifiers.cues import CHUNK_CHARS
+
+
+@pytest.fixture(scope="module")
+def cues():
+    return get_classifier("cues")
+
+
+def present(labels):
+    return {b for b, n in labels.counts.items() if n}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Wait, that can't be right. 75 - 25 = 50, not 48. Let me try another combination.", {"backtracking"}),
+        ("Hmm, I made an arithmetic error above: the sign should flip.", {"backtracking"}),
+        ("Let me double-check: 3 * 16 = 48, which matches the target.", {"verification"}),
+        ("Plugging x = 2 back into the original equation gives 0, as required.", {"verification"}),
+        ("First, we find the radius of the circle. Then we will compute the area.", {"subgoal_setting"}),
+        ("How many clips did Natalia sell in May? ** Natalia sold 48/2 = 24 clips in May.", {"subgoal_setting"}),
+        ("It suffices to show that f is injective.", {"backward_chaining"}),
+        ("To get 24, we need 4 * 6, so I need to make 6 from 2 and 3.", {"backward_chaining"}),
+        ("Working backwards from the answer, the last step must have been a doubling.", {"backward_chaining"}),
+    ],
+)
+def test_behaviors_found(cues, text, expected):
+    assert expected <= present(cues.classify([text])[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How do I check whether this series converges? Is there a way to verify it numerically?",
+        "She wrote a check for $50 and deposited it in her checking account.",
+        "We wait until the process hits zero, then stop.",
+        "Actually, this is a well-known result due to Hardy.",
+        "First-order logic is complete. The area of the circle is $\\pi r^2$.",
+        "It suffices to note that the map is continuous.",
+    ],
+)
+def test_hard_negatives(cues, text):
+    assert present(cues.classify([text])[0]) == set()
+
+
+def test_counts_sentences_and_evidence_points_at_the_cue(cues):
+    text = "Wait, that's not right. Wait, I dropped a sign. OK so x = 3."
+    labels = cues.classify([text])[0]
+    assert labels.counts["backtracking"] == 2  # one per sentence, though the first has two cues
+    spans = [text[e.start:e.end] for e in labels.evidence if e.behavior == "backtracking"]
+    assert spans == ["Wait", "Wait"]
+    assert labels.error is None
+    assert labels.counts["verification"] == 0  # known zero, not unknown
+
+
+def test_wait_to_verify_counts_as_verification(cues):
+    labels = cues.classify(["Wait, let me double-check that computation."])[0]
+    assert labels.counts["verification"] >= 1
+    assert labels.counts["backtracking"] == 0
+
+
+def test_long_document_is_chunked_with_correct_offsets(cues):
+    filler = ("The sum of the first n odd numbers is n squared.\n" * (CHUNK_CHARS // 40))
+    text = filler + "Oops, I made a mistake there.\n" + filler
+    labels = cues.classify([text])[0]
+    assert len(text) > 2 * CHUNK_CHARS
+    spans = [text[e.start:e.end] for e in labels.evidence if e.behavior == "backtracking"]
+    assert spans and spans[0].lower().startswith(("oops", "i made"))
+
+
+def test_batch_order_is_kept(cues):
+    texts = ["Wait, that's wrong.", "Nothing here.", "It suffices to show x > 0."]
+    results = cues.classify(texts)
+    assert [sorted(present(r)) for r in results] == [["backtracking"], [], ["backward_chaining"]]
