@@ -117,7 +117,7 @@ def tag(
     started = time.perf_counter()
     try:
         result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit)
-    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError) as error:
+    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     _summary(f"Tagged → {result.tags_dir}", _tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started))
 
@@ -144,6 +144,9 @@ def build(
     tasks: Tasks = 1,
     workers: Workers = 1,
     license: Annotated[str, typer.Option(help="License of the source text, for the dataset card.")] = "other",
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the built dataset.")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove rows overlapping these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
 ) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
 
@@ -176,9 +179,9 @@ def build(
     try:
         result = run_build(
             spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
-            license="apache-2.0" if sample else license,
+            license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
         )
-    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError) as error:
+    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     seconds = time.perf_counter() - started
     rows = _tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)
@@ -226,6 +229,539 @@ def stats(
         console.print(f"any behavior: {s.any_behavior:,}   none: {s.no_behavior:,}")
     if plot:
         console.print(f"plot → {plot_prevalence(all_stats, plot)}")
+
+
+@app.command()
+def multihop(
+    input: Annotated[str, typer.Option("--input", "-i", help="GSM8K-style problems: jsonl/parquet file, glob, or 'hf:ORG/NAME'.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
+    hops: Annotated[str, typer.Option(help="Hops per chain: a number or a range such as 2-4 (drawn uniformly).")] = "2-4",
+    n: Annotated[int, typer.Option("--n", help="Chains to build.", min=1)] = 5000,
+    seed: Annotated[int, typer.Option(help="Seed of the chain sampler.")] = 0,
+    max_ratio: Annotated[float, typer.Option(help="Every intermediate value must stay within this factor of its original.", min=1.01)] = 10.0,
+    tries_per_link: Annotated[int, typer.Option(help="Candidate links tried before a chain is abandoned.", min=1)] = 64,
+    question_key: Annotated[str, typer.Option(help="Field holding the problem text.")] = "question",
+    answer_key: Annotated[str, typer.Option(help="Field holding the worked solution with <<a=b>> annotations and '#### N'.")] = "answer",
+    id_key: Annotated[str, typer.Option(help="Field holding the problem id (becomes each hop's source_id); else file/line.")] = "id",
+    split: Split = "train",
+    license: Annotated[str, typer.Option(help="License of the source problems, for the dataset card.")] = "mit",
+) -> None:
+    """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits.
+
+    Solutions are re-executed from their calculator annotations (no eval); every link and every problem that
+    could not be used is kept under OUTPUT/rejects/ with its reason. Examples:
+
+        curate multihop --input gsm8k/train.jsonl --hops 2-4 --n 5000 --seed 0 --output datasets/multihop
+
+        curate multihop --input gsm8k/test.jsonl --hops 3 --n 500 --output datasets/multihop-test
+    """
+    from curate.pipelines.multihop import parse_hop_range, run_multihop
+
+    try:
+        hop_range = parse_hop_range(hops)
+    except ValueError as error:
+        _fail(str(error))
+    spec = _spec(input, question_key, id_key, split, False)
+    started = time.perf_counter()
+    try:
+        result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
+                              tries_per_link=tries_per_link, answer_key=answer_key, license=license)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    seconds = time.perf_counter() - started
+    s = result.stats
+    rows = [
+        ("sources read / executable", f"{s.sources_read:,} / {s.sources_executable:,}"),
+        ("sources set aside", ", ".join(f"{k}: {v:,}" for k, v in s.source_rejects.most_common()) or "0"),
+        ("chains built", f"{s.rows.get('full', 0):,} of {n:,} asked ({s.chain_attempts:,} attempts)"),
+        ("hop counts", ", ".join(f"{k}: {v:,}" for k, v in sorted(s.hop_counts.items()))),
+        ("links accepted", f"{s.links_accepted:,} / {s.link_proposals:,} ({100 * s.acceptance_rate:.1f} %)"),
+        ("links rejected", ", ".join(f"{k}: {v:,}" for k, v in s.link_rejects.most_common()) or "0"),
+        ("rows full / half / single", " / ".join(f"{s.rows.get(k, 0):,}" for k in ("full", "half", "single"))),
+        ("seconds", f"{seconds:,.1f}"),
+        ("dataset", str(output / "data")),
+        ("card", str(output / "README.md")),
+        ("rejects", str(output / "rejects")),
+    ]
+    _summary(f"Built {output}", rows)
+
+
+@app.command()
+def publish(
+    directory: Annotated[Path, typer.Argument(help="A built dataset: data files + README.md card.")],
+    repo_id: Annotated[str, typer.Option("--repo-id", help="Dataset repo on the Hub, ORG/NAME.")],
+    private: Annotated[bool, typer.Option(help="Create the repo private (an existing repo keeps its visibility).")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Validate and list what would be uploaded; upload nothing.")] = False,
+    include_rejects: Annotated[bool, typer.Option(help="Upload rejects/ (records dropped, with reasons) too.")] = True,
+    endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")] = None,
+    message: Annotated[Optional[str], typer.Option(help="Commit message.")] = None,
+) -> None:
+    """Check a dataset (loads with `datasets`; card metadata license, task_categories, size_categories,
+    configs) and push it to the Hugging Face Hub as one commit. The token comes from HF_TOKEN and is never printed.
+
+    Examples:
+
+        curate publish datasets/backtracking --repo-id my-org/backtracking --dry-run
+
+        HF_TOKEN=hf_... curate publish datasets/backtracking --repo-id my-org/backtracking --private
+    """
+    from curate.pipelines.publish import InvalidDatasetError, UploadError
+    from curate.pipelines.publish import publish as run_publish
+
+    try:
+        result = run_publish(directory, repo_id, private=private, dry_run=dry_run, include_rejects=include_rejects,
+                             endpoint=endpoint, commit_message=message)
+    except (InvalidDatasetError, ValueError) as error:
+        _fail(str(error))
+    except UploadError as error:
+        console.print(f"[bold red]upload failed:[/] {error}")
+        raise typer.Exit(1)
+    plan = result.plan
+    if dry_run:
+        table = Table(title=f"Would upload to {repo_id} ({'private' if private else 'public'})", title_justify="left")
+        table.add_column("path in repo")
+        table.add_column("bytes", justify="right")
+        for f in plan.files:
+            table.add_row(f.path_in_repo, f"{f.size:,}")
+        console.print(table)
+    rows = [("repo", repo_id), ("files", f"{len(plan.files):,}"), ("bytes", f"{plan.total_bytes:,}")]
+    rows += [(f"rows {config}/{split}", f"{n:,}") for config, splits in plan.rows.items() for split, n in splits.items()]
+    if result.commit_url:
+        rows += [("commit", result.commit_url)] + [("deleted stale", p) for p in result.deleted]
+    _summary("Dry run: nothing uploaded" if dry_run else f"Published {directory}", rows)
+
+
+@app.command()
+def deploy(
+    name: Annotated[Optional[list[str]], typer.Option("--name", "-n", help="Deployment to register (repeatable; default: all).")] = None,
+    prefect_file: Annotated[Optional[Path], typer.Option(help="prefect.yaml (default: found in this folder or above).")] = None,
+) -> None:
+    """Register the deployments of prefect.yaml with the Prefect server (wraps `prefect deploy`).
+
+    Start a server and a worker first (see prefect.yaml's header). Examples:
+
+        curate deploy
+
+        curate deploy --name nightly-tag
+    """
+    from curate.flows.deployments import deploy as run_deploy
+    from curate.flows.deployments import find_project_file
+
+    try:
+        code = run_deploy(prefect_file or find_project_file(), name or None)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    raise typer.Exit(code)
+
+
+@app.command()
+def serve(
+    name: Annotated[Optional[list[str]], typer.Option("--name", "-n", help="Deployment to serve (repeatable; default: all).")] = None,
+    prefect_file: Annotated[Optional[Path], typer.Option(help="prefect.yaml (default: found in this folder or above).")] = None,
+) -> None:
+    """Run the deployments of prefect.yaml in this process with Prefect's `serve`; their schedules fire until Ctrl-C.
+
+    Examples:
+
+        curate serve
+
+        curate serve --name nightly-tag    # then: prefect deployment run tag/nightly-tag
+    """
+    from curate.flows.deployments import find_project_file
+    from curate.flows.deployments import serve as run_serve
+
+    try:
+        run_serve(prefect_file or find_project_file(), name or None)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+
+
+@app.command("export")
+def export_dataset(
+    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/<split>-*.parquet) or parquet file/folder.")],
+    to: Annotated[str, typer.Option("--to", help="verl | trl | openrlhf | sft | cpt")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (OUTPUT/data/<split>-*.parquet).")],
+    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own "
+                                                      "answer-format instruction; '' for none.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System message put before every prompt.")] = None,
+) -> None:
+    """Export a built dataset for a trainer: verl, TRL (GRPO), OpenRLHF, SFT {query, completion} or CPT text.
+
+    Examples:
+
+        curate export datasets/countdown --to verl --output exports/countdown-verl
+
+        curate export datasets/priming --to sft --output exports/priming-sft
+    """
+    from curate.pipelines.export import ExportError, run_export
+
+    try:
+        result = run_export(dataset, to, output, instruction=instruction, system=system)
+    except ExportError as error:
+        _fail(str(error))
+    rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
+    rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.rejected.items()]
+    rows += [("data", str(output / "data")), ("rejects", str(output / "rejects" / "export.jsonl"))]
+    _summary(f"Exported {dataset} → {to}", rows)
+
+
+@app.command("reward-path")
+def reward_path() -> None:
+    """Print the reward module verl loads (`custom_reward_function.path`; name: `compute_score`) and the rewards.
+
+    Example:
+
+        python -m verl.trainer.main_ppo custom_reward_function.path=$(curate reward-path) ...
+    """
+    from curate.rewards import REWARD_PATH, REWARDS
+
+    for name, reward in sorted(REWARDS.items()):
+        console.print(f"[bold]{name}[/]: {reward.description}")
+    print(REWARD_PATH)
+
+
+@app.command("audit-verifier")
+def audit_verifier(
+    pairs: Annotated[Path, typer.Option(help="JSON lines {id, gold, candidate, equivalent[, type]}.")],
+    reward: Annotated[str, typer.Option(help="Registered reward (data_source or short name).")] = "math",
+    verdicts: Annotated[Optional[Path], typer.Option(help="Write each pair's verdict (id, verdict true/false/null).")] = None,
+    threads: Annotated[int, typer.Option(help="Pairs scored at the same time.", min=1)] = 4,
+    show: Annotated[int, typer.Option(help="Slowest cases and wrong verdicts to list.", min=0)] = 10,
+) -> None:
+    """Measure a reward's precision and recall on labeled answer pairs; warn when recall < 0.95.
+
+    Examples:
+
+        curate audit-verifier --pairs tests/verifier_pairs/pairs.jsonl
+
+        curate audit-verifier --pairs my_pairs.jsonl --reward curate/multihop --verdicts verdicts.jsonl
+    """
+    from curate.pipelines.audit import RECALL_FLOOR, read_pairs, run_audit, write_verdicts
+    from curate.rewards import UnknownRewardError, get_reward
+
+    if not pairs.is_file():
+        _fail(f"{pairs} does not exist")
+    try:
+        get_reward(reward)
+    except UnknownRewardError as error:
+        _fail(str(error))
+    labeled, rejects = read_pairs(pairs)
+    for reject in rejects:
+        console.print(f"[yellow]skipped line {reject['line']}: {reject['reason']}[/]")
+    if not labeled:
+        _fail(f"no valid pairs in {pairs}")
+    result = run_audit(labeled, reward=reward, threads=threads)
+
+    def pct(value):
+        return "-" if value is None else f"{100 * value:.1f} %"
+
+    table = Table(title=f"{result.reward} on {len(labeled):,} pairs ({result.seconds:.1f} s)")
+    for column in ["answer type", "pairs", "precision", "recall", "accuracy", "undecided"]:
+        table.add_column(column, justify="left" if column == "answer type" else "right")
+    for kind, m in [*result.by_type.items(), ("ALL", result.overall)]:
+        table.add_row(kind, f"{m.pairs:,}", pct(m.precision), pct(m.recall), pct(m.accuracy), f"{m.undecided:,}")
+    console.print(table)
+    if show:
+        slow = Table(title="slowest cases")
+        for column in ["id", "seconds", "verdict", "gold", "candidate"]:
+            slow.add_column(column)
+        for v in result.slowest(show):
+            slow.add_row(v.id, f"{v.seconds:.2f}", str(v.verdict), str(v.gold)[:40], v.candidate[:60])
+        console.print(slow)
+        wrong = Table(title="wrong verdicts (label → verdict)")
+        for column in ["id", "label", "verdict", "gold", "candidate"]:
+            wrong.add_column(column)
+        for v in result.errors()[:show]:
+            wrong.add_row(v.id, str(v.equivalent), str(v.verdict), str(v.gold)[:40], v.candidate[:60])
+        console.print(wrong)
+    if verdicts:
+        console.print(f"verdicts → {write_verdicts(result, verdicts)}")
+    if result.recall_warning:
+        console.print(f"[bold white on red] WARNING: recall {pct(result.overall.recall)} is below "
+                      f"{pct(RECALL_FLOOR)}: this verifier rejects correct answers, and RL with it can end worse "
+                      "than no RL at all. [/]")
+
+
+@app.command()
+def priming(
+    variant: Annotated[str, typer.Option(help="all_strategies, only_backtracking, backtracking_verification, "
+                                         "backtracking_subgoal, backtracking_backward, negative_control, empty_cot, "
+                                         "placeholder_cot; a comma list or 'all' builds each into OUTPUT/<variant>.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
+    answers: Annotated[str, typer.Option(help="correct, or incorrect (well-formed expressions with a wrong value).")] = "correct",
+    n: Annotated[int, typer.Option("--n", help="Training rows.", min=0)] = 1000,
+    test_n: Annotated[int, typer.Option(help="Test rows (no problem is in both splits).", min=0)] = 100,
+    writer: Annotated[str, typer.Option(help="symbolic (the solver's search narrated) or llm (a teacher model).")] = "symbolic",
+    classifier: ClassifierOption = "cues",
+    numbers: Annotated[int, typer.Option(help="Numbers per problem.", min=2, max=6)] = 4,
+    number_range: Annotated[str, typer.Option(help="LOW,HIGH of the numbers.")] = "1,99",
+    target_range: Annotated[str, typer.Option(help="LOW,HIGH of the target.")] = "10,100",
+    fractional_division: Annotated[bool, typer.Option(help="Allow divisions with a fractional result.")] = False,
+    max_dead_ends: Annotated[int, typer.Option(help="Most dead ends a backtracking trace narrates.", min=1)] = 3,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer (hub name or local dir) for placeholder_cot "
+                                                     "lengths and token statistics.")] = None,
+    placeholder_for: Annotated[str, typer.Option(help="Variant whose trace length placeholder_cot matches.")] = "all_strategies",
+    seed: Annotated[int, typer.Option(help="Seed of problems and phrasing.")] = 0,
+) -> None:
+    """Countdown priming datasets: behavior-controlled traces, checked by a classifier, with SFT and verl columns.
+
+    Examples:
+
+        curate priming --variant only_backtracking --answers incorrect --n 1000 --output priming/bt_wrong
+
+        curate priming --variant all --n 1000 --tokenizer Qwen/Qwen2.5-3B --output priming/
+
+        curate priming --variant placeholder_cot --tokenizer meta-llama/Llama-3.2-3B --output priming/placeholder
+    """
+    from curate.pipelines.priming import ALL_VARIANTS, PrimingConfig, PrimingError, run_priming
+
+    def pair(text: str, name: str) -> tuple[int, int]:
+        try:
+            low, high = (int(part) for part in text.split(","))
+        except ValueError:
+            _fail(f"--{name} takes LOW,HIGH, got {text!r}")
+        return low, high
+
+    variants = list(ALL_VARIANTS) if variant.strip() == "all" else [v.strip() for v in variant.split(",") if v.strip()]
+    if variant.strip() == "all" and not tokenizer:
+        variants.remove("placeholder_cot")
+        console.print("[yellow]placeholder_cot skipped: it needs --tokenizer.[/]")
+    rows = []
+    for name in variants:
+        config = PrimingConfig(
+            variant=name, answers=answers, n=n, test_n=test_n, seed=seed, writer=writer, classifier=classifier,
+            n_numbers=numbers, number_range=pair(number_range, "number-range"),
+            target_range=pair(target_range, "target-range"), integer_division=not fractional_division,
+            max_dead_ends=max_dead_ends, tokenizer=tokenizer, placeholder_for=placeholder_for,
+        )
+        target = output / name if len(variants) > 1 else output
+        try:
+            result = run_priming(config, target)
+        except (PrimingError, ValueError, OSError) as error:
+            _fail(str(error))
+        splits = result.stats["splits"]
+        accuracy = {s: f"{100 * v['answer_accuracy']:.0f} %" for s, v in splits.items()}
+        rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "
+                     f"accepted {100 * result.acceptance_rate:.1f} % of {result.attempted:,}, accuracy {accuracy} → {target}"))
+        rows += [(f"  rejected: {reason}", f"{count:,}") for reason, count in result.rejected.items()]
+    _summary("Priming datasets", rows)
+
+
+@app.command("dedup")
+def dedup_command(
+    input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
+    threshold: Annotated[float, typer.Option(help="Jaccard similarity above which two texts are near duplicates.", min=0.05, max=0.99)] = 0.75,
+    ngrams: Annotated[int, typer.Option(help="Word shingle size of MinHash.", min=1)] = 5,
+    text_key: Annotated[Optional[str], typer.Option(help="Field compared (default: question if present, else text).")] = None,
+    id_key: IdKey = "id",
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+) -> None:
+    """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash).
+
+    Removed rows go to OUTPUT/rejects/duplicates.jsonl with the id of the row kept in their place. Examples:
+
+        curate dedup 'corpus/*.jsonl' --output deduped/ --threshold 0.8
+
+        curate dedup datasets/math_rl --output datasets/math_rl      # in place, card section updated
+    """
+    from curate.pipelines.dedup import dedup
+
+    started = time.perf_counter()
+    try:
+        result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
+                       tasks=tasks, workers=workers)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    seconds = time.perf_counter() - started
+    _summary(f"Deduplicated → {output}", [
+        ("read", f"{result.read:,}"), ("exact duplicates", f"{result.exact_removed:,}"),
+        ("near duplicates", f"{result.near_removed:,}"), ("kept", f"{result.kept:,}"),
+        ("unreadable (in rejects/)", f"{result.unreadable:,}"),
+        ("documents/s", f"{result.read / seconds:,.0f}" if seconds > 0 else "-"),
+        ("removed rows", str(output / "rejects" / "duplicates.jsonl")),
+    ])
+
+
+@app.command("decontam")
+def decontam_command(
+    input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
+    against: Annotated[str, typer.Option(help="Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, "
+                                         "mmlu_stem, arc_challenge, aime24, amc23), files or hf:ORG/NAME@split; "
+                                         "'=FIELD+FIELD' picks a source's text fields.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
+    fields: Annotated[Optional[str], typer.Option(help="Comma-separated row fields to check (default: question,answer if present, else text).")] = None,
+    ngrams: Annotated[int, typer.Option(help="Word n-gram size.", min=2)] = 13,
+    short_min_words: Annotated[int, typer.Option(help="A field shorter than --ngrams is matched whole if it has at least this many words (0: never).", min=0)] = 4,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of the built-in benchmarks (or $CURATE_BENCHMARKS_DIR).")] = None,
+    id_key: IdKey = "id",
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+) -> None:
+    """Remove rows that share an n-gram with benchmark items; every removal names the item and the n-gram.
+
+    Examples:
+
+        curate decontam datasets/math_rl --against gsm8k,math500 --benchmarks-dir ../shared/data --output datasets/math_rl
+
+        curate decontam corpus.jsonl --against 'eval/aime.jsonl=problem+solution,hf:openai/gsm8k@test=question' -o clean/
+    """
+    from curate.pipelines.decontam import BenchmarkError, decontaminate
+
+    started = time.perf_counter()
+    try:
+        result = decontaminate(
+            input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
+            id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
+            tasks=tasks, workers=workers,
+        )
+    except (BenchmarkError, FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    seconds = time.perf_counter() - started
+    rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]
+    rows += [(f"  {name} ({info['items']:,} items)", f"{result.hits.get(name, 0):,}") for name, info in result.index.benchmarks.items()]
+    rows += [("documents/s", f"{result.read / seconds:,.0f}" if seconds > 0 else "-"),
+             ("removed rows", str(output / "rejects" / "contaminated.jsonl"))]
+    _summary(f"Decontaminated → {output}", rows)
+
+
+@app.command("mcqa")
+def mcqa(
+    input: Annotated[list[str], typer.Option("--input", "-i", help="File, directory, glob or hf:NAME[:SPLIT]; repeatable.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory (data/, rejects/, README.md).")],
+    format: Annotated[str, typer.Option("--format", help="auto | aqua | mmlu_csv | jsonl | arc | alpaca")] = "auto",
+    workers: Annotated[int, typer.Option(help="Processes checking answers with math-verify.")] = 1,
+    limit: Annotated[int, typer.Option(help="Read at most this many records per input (-1: all).")] = -1,
+) -> None:
+    """Convert multiple choice to open-answer questions: keep items whose stem stands without its options and
+    whose gold option math-verify grades uniquely; every other item goes to rejects/ with its reason.
+
+    Examples:
+
+        curate mcqa --input ../shared/data/aqua/dev.json --output datasets/aqua-open
+
+        curate mcqa -i "mmlu/*_test.csv" -i mathqa/test.json --format auto --output datasets/mcqa-open --workers 4
+    """
+    from curate.pipelines.mcqa import FormatError, run_mcqa
+
+    started = time.perf_counter()
+    try:
+        result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit)
+    except (FormatError, FileNotFoundError) as error:
+        _fail(str(error))
+    total = result.kept + result.rejected
+    rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
+    rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
+    rows += [(f"type: {kind}", f"{n:,}") for kind, n in result.answer_types.items()]
+    rows += [("seconds", f"{time.perf_counter() - started:.1f}"), ("dataset", str(output / "data")),
+             ("rejects", str(output / "rejects" / "rejects.jsonl")), ("card", str(output / "README.md"))]
+    _summary(f"MCQA → open answer: {output}", rows)
+
+
+@app.command("tag-llm")
+def tag_llm(
+    model: Annotated[str, typer.Option(help="Model: hub name or local directory (also the tokenizer unless --tokenizer).")],
+    input: InputOption = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).")] = Path("tags"),
+    backend: Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    mode: Annotated[str, typer.Option(help="per-behavior (four requests sharing the document prefix) or joint (one JSON answer).")] = "per-behavior",
+    structured: Annotated[bool, typer.Option(help="Ask the server for JSON by schema (response_format).")] = False,
+    max_doc_tokens: Annotated[int, typer.Option(help="Truncate documents to this many model tokens, at the last newline.", min=16)] = 3072,
+    max_answer_tokens: Annotated[Optional[int], typer.Option(help="Generation budget per answer (default 48 per-behavior, 96 joint).", min=1)] = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
+    gate: Annotated[Optional[str], typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
+    tp: Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)] = 1,
+    dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
+    server_arg: Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9")] = None,
+    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default: vllm 256, endpoint 32, transformers 4).", min=1)] = None,
+    request_timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.", min=1)] = 300.0,
+    records_per_chunk: Annotated[int, typer.Option(help="Documents per checkpoint chunk (a killed run resumes from the last one).", min=1)] = 500,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
+) -> None:
+    """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
+
+    Shards land in OUTPUT/llm_v1/ with the raw answers for audit; `curate build --tags OUTPUT --classifier llm`
+    then selects from them. Rerunning resumes. Examples:
+
+        curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --input 'owm/*.parquet' -o tags/
+
+        CURATE_API_KEY=... curate tag-llm --model gpt-4o-mini --tokenizer Qwen/Qwen2.5-7B-Instruct --backend endpoint --endpoint-url https://api.openai.com/v1 --mode joint --structured
+
+        curate tag-llm --model Qwen/Qwen2.5-0.5B-Instruct --backend transformers --device cpu --gate cues --limit 50
+    """
+    from curate.pipelines.llm_tag import LLMTagConfigError, LLMTagOptions, run_llm_tagging
+    from curate.pipelines.tag import TagsMismatchError
+
+    server_args = {}
+    for item in server_arg or []:
+        key, sep, value = item.partition("=")
+        server_args[key.strip().lstrip("-")] = value if sep else True
+    options = LLMTagOptions(
+        model=model, backend=backend, mode=mode, structured=structured, max_doc_tokens=max_doc_tokens,
+        max_answer_tokens=max_answer_tokens, tokenizer=tokenizer, endpoint_url=endpoint_url, tp=tp, dp=dp,
+        server_args=server_args, concurrency=concurrency, request_timeout=request_timeout,
+        records_per_chunk=records_per_chunk, gate=gate, device=device,
+    )
+    spec = _spec(input, text_key, id_key, split, streaming)
+    try:
+        result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit)
+    except (LLMTagConfigError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
+        _fail(str(error))
+    rows = [r for r in _tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]
+    rows += [
+        ("sent to the LLM", f"{result.llm_documents:,}"),
+        ("requests", f"{result.requests:,}"),
+        ("request failures (counts null)", f"{result.request_failures:,}"),
+        *[(k, f"{100 * v:.1f} %" if k == "parse-failure rate" else f"{v:,.1f}") for k, v in result.rates().items()],
+        ("prompt / generated tokens", f"{result.prompt_tokens:,} / {result.completion_tokens:,}"),
+    ]
+    _summary(f"LLM-tagged → {result.tags_dir}", rows)
+
+
+@app.command("eval-gate")
+def eval_gate(
+    labels: Annotated[Path, typer.Option(help="LLM tags (e.g. tags/llm_v1) to measure the gate against.")],
+    input: InputOption = None,
+    gate: Annotated[str, typer.Option(help="The cheap classifier used as the gate.")] = "cues",
+    sample: Annotated[int, typer.Option(help="LLM-labelled documents to sample.", min=1)] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+) -> None:
+    """Recall of a cascade gate against LLM labels on a sample, and the share of LLM requests it saves.
+
+    Example:
+
+        curate eval-gate --labels tags/llm_v1 --input 'owm/*.parquet' --gate cues --sample 5000
+    """
+    from curate.pipelines.llm_tag import evaluate_gate
+
+    spec = _spec(input, text_key, id_key, split, streaming)
+    try:
+        report, missing = evaluate_gate(spec, labels, gate=gate, sample=sample, seed=seed)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    rows = [
+        ("documents compared", f"{report.documents:,}"),
+        ("LLM rows without counts (skipped)", f"{report.skipped_unlabelled:,}"),
+        ("labelled ids not found in the input", f"{missing:,}"),
+        ("recall, any behavior", pct(report.any_recall)),
+        *[(f"  recall, {b}", f"{pct(r)}  (of {report.llm_positive[b]:,})") for b, r in report.recall.items()],
+        ("LLM requests saved", pct(report.requests_saved)),
+    ]
+    _summary(f"Gate {gate} vs {labels}", rows)
 
 
 @app.command("classifiers")

@@ -77,3 +77,20 @@ def test_batch_order_is_kept(cues):
     texts = ["Wait, that's wrong.", "Nothing here.", "It suffices to show x > 0."]
     results = cues.classify(texts)
     assert [sorted(present(r)) for r in results] == [["backtracking"], [], ["backward_chaining"]]
+
+
+def test_every_literal_cue_matches_its_own_phrase(cues):
+    """Guards the routing of patterns between the PhraseMatcher and the Matcher."""
+    from spacy.tokens import Doc
+
+    from curate.classifiers.cues import CUES, _expand
+
+    for key, cue in cues.cues.items():
+        words = cue.pattern.split()
+        if cue.pattern == "?" or any(w.removesuffix("?") in ("NUM", "*") or w.startswith("ANY{") for w in words):
+            continue
+        phrase = next(_expand(words))
+        doc = Doc(cues.nlp.vocab, words=list(phrase))
+        found = {cues.nlp.vocab.strings[m] for m, _, _ in [*cues.phrases(doc), *cues.matcher(doc)]}
+        assert key in found, (cue.pattern, phrase)
+    assert len(cues.cues) == len(CUES)

@@ -149,3 +149,9 @@ def test_multiple_tasks_and_workers_cover_every_document(corpus: Path, tmp_path:
     invoke("tag", "--input", str(corpus), "--output", str(tags), "--tasks", "2", "--workers", "2")
     ids = pa.concat_tables([pq.read_table(p) for p in (tags / "cues_v1").glob("*.parquet")]).column("id").to_pylist()
     assert sorted(ids) == sorted(d for d, _ in DOCS)
+
+
+def test_llm_classifier_points_to_its_own_job(corpus: Path, tmp_path: Path):
+    result = runner.invoke(app, ["tag", "--input", str(corpus), "--output", str(tmp_path / "t"), "--classifier", "llm"])
+    assert result.exit_code == 2 and "curate tag-llm" in result.output
+    assert not (tmp_path / "t" / "llm_v1" / "manifest.json").exists()

@@ -140,17 +140,20 @@ CUES: tuple[Cue, ...] = (
     Cue(B, "i|we messed|mixed|screwed up"),
     Cue(B, "i|we dropped|forgot|lost a|the sign|factor|term|minus"),
     Cue(B, "oops|whoops|uh -? oh"),
-    Cue(B, "scratch|strike|ignore|disregard that|this|the above|what"),
+    Cue(B, "scratch|strike|ignore|disregard that|this|everything"),
+    Cue(B, "scratch|strike|ignore|disregard the above"),
+    Cue(B, "return|returning|returned to the start|beginning"),
     Cue(B, "start|starting|begin|begins over|afresh"),
     Cue(B, "from scratch"),
     Cue(B, "let me|us|'s redo|rethink|reconsider|re-examine|reexamine|revisit|backtrack|retry|recompute|recalculate|correct|fix"),
-    Cue(B, "let me|us|'s try|use|take|consider a|another|some different|new|other approach|method|way|strategy|idea|tack|route"),
+    Cue(B, "let me|us|'s try|use|take|consider a|another|some different|new|other? approach|method|way|strategy|idea|tack|route|combination"),
     Cue(B, "let me|us|'s try something|it else|differently|again"),
-    Cue(B, "try|trying|tried a|another|some different|new|other approach|method|way|strategy|combination|pairing|route|tack"),
+    Cue(B, "try|trying|tried a|another|some different|new|other? approach|method|way|strategy|combination|pairing|route|tack"),
     Cue(B, "second thought|thoughts"),
     Cue(B, "dead end|-end"),
     Cue(B, "back to the drawing board"),
     Cue(B, "go|going|went back to|and the|my|this|that|square|step|start|beginning|previous|earlier|original"),
+    Cue(B, "go|going|went back to NUM , NUM"),  # back to an earlier state of a search, e.g. Countdown's pool
     Cue(B, "i|we was|were wrong|mistaken"),
     Cue(B, "actually ,? no|wait"),
     Cue(B, "actually ,? that|this|it|i 's|is|was|should n't|not|wrong|incorrect"),
@@ -188,7 +191,7 @@ CUES: tuple[Cue, ...] = (
     Cue(S, "plan of attack"),
     Cue(S, "sub -? problem|problems|goal|goals|task|tasks"),
     Cue(S, "in stages|steps|phases", not_in_question=True),
-    Cue(S, "break|breaking|broke|split|splitting|divide|dividing|decompose|decomposing this|it|the|problem|that * ? into|down"),
+    Cue(S, "break|breaking|broke|split|splitting|divide|dividing|decompose|decomposing this|it|the|problem|that *? into|down"),
     Cue(S, "into two|three|four|several|smaller|simpler|manageable parts|steps|pieces|cases|subproblems|sub-problems|stages"),
     Cue(S, "in two|three|four|several steps|stages|parts"),
     Cue(S, "subgoal|subgoals|sub-goal|subproblem|subproblems|sub-problem|sub-problems|subtask|subtasks"),
@@ -301,7 +304,7 @@ class CueClassifier(Classifier):
             key = f"{cue.behavior}:{i}"
             self.cues[key] = cue
             words = cue.pattern.split()
-            if any(w in ("NUM", "*") or w.startswith("ANY{") for w in words):
+            if any(w.removesuffix("?") in ("NUM", "*") or w.startswith("ANY{") for w in words):
                 self.matcher.add(key, [[_token_spec(w) for w in words]])
             else:
                 self.phrases.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(words)])

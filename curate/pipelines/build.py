@@ -44,6 +44,9 @@ def run_build(
     progress: bool = True,
     license: str = "other",
     card_extra: dict | None = None,
+    dedup: bool = False,
+    decontam: str | None = None,
+    benchmarks_dir: str | Path | None = None,
 ) -> BuildResult:
     from curate.data_cards.cards import write_behavior_card
 
@@ -90,4 +93,14 @@ def run_build(
         license=license,
         extra=card_extra or {},
     )
+    # After the card: each adds its own report section to it.
+    if dedup:
+        from curate.pipelines.dedup import dedup_dataset
+
+        dedup_dataset(output, text_key="text", tasks=tasks, workers=workers, progress=progress)
+    if decontam:
+        from curate.pipelines.decontam import decontaminate_dataset
+
+        decontaminate_dataset(output, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
+                              workers=workers, progress=progress)
     return BuildResult(output=output, tags_dir=tagged.tags_dir, selected=selected, parameters=parameters)

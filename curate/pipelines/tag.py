@@ -65,6 +65,12 @@ def run_tagging(
 ) -> TagResult:
     name, argument = resolve_name(classifier)
     out = Path(tags_root) / name
+    if name.startswith(("llm_", "cascade_")) and _failed_tasks(out / "_logs", tasks):
+        # Their requests go through datatrove's InferenceRunner, which owns the model server.
+        raise ValueError(
+            f"{name} tags through its own job: run `curate tag-llm --model M --backend vllm|endpoint|transformers "
+            f"--input ... --output {tags_root}` first; `curate build --tags {tags_root} --classifier {name}` then reuses it."
+        )
     _check_manifest(out, {"classifier": name, "classifier_argument": argument, **spec.fingerprint(), "limit": limit})
     rejects = out / "rejects"
     pipeline = [

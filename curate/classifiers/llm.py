@@ -1,0 +1,340 @@
+"""`llm_v1`: an instruction-tuned model counts each behavior in a document.
+
+This module is the model-facing half: versioned prompt files, truncation by the model's own
+tokenizer, request payloads, and a tolerant answer parser. Sending the requests is the job of
+`curate.pipelines.llm_tag` (datatrove's InferenceRunner), because a server that is spawned,
+health-checked, batched and checkpointed cannot live behind a per-batch `classify` call.
+
+Layout: system prompt (identical for every request), then the document, then the question. The
+four per-behavior requests about one document therefore share everything up to the question,
+and a prefix-caching server (vLLM, SGLang) prefills the document once instead of four times.
+
+An answer that cannot be read gives a null count with `error="parse: ..."`, never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior
+from curate.classifiers.base import Classifier, register
+from curate.schema import Labels
+
+PROMPTS_DIR = Path(__file__).parent / "prompts" / "llm_v1"
+MODES = ("per-behavior", "joint")
+JOINT = "joint"
+DEFAULT_MAX_DOC_TOKENS = 3072
+# Generous for {"count": 12} plus the prose some models add anyway; short enough to stop a
+# model that rambles from costing much.
+MAX_ANSWER_TOKENS = {"per-behavior": 48, "joint": 96}
+# A count above this is a misread number (a year, a page), not a count of instances.
+MAX_PLAUSIBLE_COUNT = 1000
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    system: str
+    document: str
+    questions: dict[str, str]  # behavior name or "joint" -> question
+    version: str
+
+    @classmethod
+    def load(cls, directory: Path = PROMPTS_DIR) -> "PromptSet":
+        files = sorted(directory.glob("*.txt"))
+        if not files:
+            raise FileNotFoundError(f"no prompt files in {directory}")
+        digest = hashlib.sha256()
+        texts = {}
+        for path in files:
+            content = path.read_text(encoding="utf-8")
+            digest.update(path.name.encode() + b"\0" + content.encode() + b"\0")
+            texts[path.stem] = content.strip()
+        questions = {key: texts[f"question_{key}"] for key in (*BEHAVIOR_NAMES, JOINT)}
+        if "{document}" not in texts["document"]:
+            raise ValueError(f"{directory}/document.txt must contain the placeholder {{document}}")
+        return cls(texts["system"], texts["document"], questions, f"{directory.name}-{digest.hexdigest()[:12]}")
+
+    def messages(self, document: str, question_key: str, instruction_first: bool = False) -> list[dict]:
+        block = self.document.replace("{document}", document)
+        question = self.questions[question_key]
+        # instruction_first exists only so bench/prompt_economy.py can price the layout it replaces.
+        user = f"{question}\n\n{block}" if instruction_first else f"{block}\n\n{question}"
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+def count_schema(question_key: str) -> dict:
+    keys = ["count"] if question_key != JOINT else list(BEHAVIOR_NAMES)
+    return {
+        "type": "object",
+        "properties": {k: {"type": "integer", "minimum": 0} for k in keys},
+        "required": keys,
+        "additionalProperties": False,
+    }
+
+
+def question_keys(mode: str) -> list[str]:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    return [JOINT] if mode == JOINT else list(BEHAVIOR_NAMES)
+
+
+def build_payload(
+    prompts: PromptSet, document: str, question_key: str, mode: str, structured: bool, max_answer_tokens: int | None = None
+) -> dict:
+    payload = {
+        "messages": prompts.messages(document, question_key),
+        "max_tokens": max_answer_tokens or MAX_ANSWER_TOKENS[mode],
+        "temperature": 0.0,
+    }
+    if structured:
+        # OpenAI-style structured output; vLLM and SGLang map it to guided decoding.
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": f"{question_key}_count", "schema": count_schema(question_key), "strict": True},
+        }
+    return payload
+
+
+# --------------------------------------------------------------------------------------------- #
+# Truncation
+# --------------------------------------------------------------------------------------------- #
+class Truncator:
+    """Cuts a document to at most `max_tokens` tokens of the model's tokenizer, at the last newline."""
+
+    def __init__(self, tokenizer_name_or_path: str, max_tokens: int = DEFAULT_MAX_DOC_TOKENS):
+        if max_tokens < 16:
+            raise ValueError("--max-doc-tokens must be at least 16")
+        self.tokenizer_name_or_path = tokenizer_name_or_path
+        self.max_tokens = max_tokens
+
+    @cached_property
+    def tokenizer(self):
+        from transformers import AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_name_or_path)
+        except Exception as error:
+            raise ValueError(
+                f"cannot load the tokenizer {self.tokenizer_name_or_path!r} to truncate documents "
+                f"({type(error).__name__}: {error}). For an endpoint serving a model whose tokenizer is not on the "
+                "hub or on disk, pass --tokenizer with a compatible one."
+            ) from error
+        if not tokenizer.is_fast:
+            raise ValueError(f"tokenizer {self.tokenizer_name_or_path!r} has no fast version; offsets are needed to cut text")
+        return tokenizer
+
+    def __call__(self, text: str) -> tuple[str, bool, int]:
+        """Returns (text, truncated, tokens kept)."""
+        # A token holds at least one character: text this short cannot exceed the limit.
+        if len(text) <= self.max_tokens:
+            return text, False, len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        encoded = self.tokenizer(
+            text, add_special_tokens=False, return_offsets_mapping=True, truncation=True, max_length=self.max_tokens + 1
+        )
+        offsets = encoded["offset_mapping"]
+        if len(offsets) <= self.max_tokens:
+            return text, False, len(offsets)
+        end = offsets[self.max_tokens - 1][1]
+        cut = text.rfind("\n", 0, end)
+        # No line break in the window (one giant line): cut at the token boundary rather than drop it all.
+        kept = text[: cut + 1] if cut > 0 else text[:end]
+        return kept, True, len(self.tokenizer(kept, add_special_tokens=False)["input_ids"])
+
+
+# --------------------------------------------------------------------------------------------- #
+# Parsing
+# --------------------------------------------------------------------------------------------- #
+THINK = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
+FENCE = re.compile(r"```[a-zA-Z]*")
+COUNT_TAG = re.compile(r"<\s*count\s*>\s*(-?\d+)\s*<\s*/\s*count\s*>", re.IGNORECASE)
+LABELLED = re.compile(
+    r"(?:\bcount|\bnumber of (?:instances|times)|\banswer|\btotal)\s*(?:is|=|:|-)?\s*\**\s*(-?\d+)\b", re.IGNORECASE
+)
+BARE = re.compile(r"^\W*(-?\d+)\W*$")
+WORDS = {"zero": 0, "none": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+         "nine": 9, "ten": 10}
+BARE_WORD = re.compile(r"^\W*(" + "|".join(WORDS) + r")\W*$", re.IGNORECASE)
+JOINT_LINE = re.compile(r"([a-z][a-z _-]+?)\W*[:=]\s*\**\s*(-?\d+)\b", re.IGNORECASE)
+
+
+class ParseError(ValueError):
+    pass
+
+
+def _clean(answer: str) -> str:
+    return FENCE.sub("", THINK.sub("", answer)).replace("```", "").strip()
+
+
+def _json_objects(text: str):
+    """Every top-level {...} in text that json.loads accepts (answers often wrap JSON in prose)."""
+    depth, start = 0, -1
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                try:
+                    value = json.loads(text[start : i + 1])
+                except json.JSONDecodeError:
+                    # Models write single-quoted pseudo-JSON; only quotes are repaired, nothing is evaluated.
+                    try:
+                        value = json.loads(text[start : i + 1].replace("'", '"'))
+                    except json.JSONDecodeError:
+                        continue
+                if isinstance(value, dict):
+                    yield value
+
+
+def _as_count(value: object) -> int:
+    if isinstance(value, bool):
+        raise ParseError(f"a boolean ({value}) is not a count")
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.lower() in WORDS:
+            return WORDS[stripped.lower()]
+        if not re.fullmatch(r"-?\d+", stripped):
+            raise ParseError(f"{value!r} is not a count")
+        value = int(stripped)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ParseError(f"{value} is not a whole number")
+        value = int(value)
+    if not isinstance(value, int):
+        raise ParseError(f"{type(value).__name__} is not a count")
+    if value < 0:
+        raise ParseError(f"negative count {value}")
+    if value > MAX_PLAUSIBLE_COUNT:
+        raise ParseError(f"implausible count {value}")
+    return value
+
+
+def _snippet(answer: str) -> str:
+    flat = " ".join(answer.split())
+    return repr(flat[:80] + ("…" if len(flat) > 80 else ""))
+
+
+def parse_count(answer: str, behavior: str | None = None) -> int:
+    """One behavior's count from a model answer; raises ParseError with the reason."""
+    text = _clean(answer)
+    if not text:
+        raise ParseError("empty answer")
+    for obj in _json_objects(text):
+        for key in ("count", behavior):
+            if key and key in obj:
+                return _as_count(obj[key])
+        if len(obj) == 1:
+            return _as_count(next(iter(obj.values())))
+    for pattern in (COUNT_TAG, BARE, BARE_WORD):
+        if match := pattern.search(text):
+            return _as_count(match.group(1))
+    labelled = {m.group(1) for m in LABELLED.finditer(text)}
+    if len(labelled) == 1:
+        return _as_count(labelled.pop())
+    if len(labelled) > 1:
+        raise ParseError(f"conflicting counts {sorted(labelled)} in {_snippet(answer)}")
+    raise ParseError(f"no count in {_snippet(answer)}")
+
+
+def parse_joint(answer: str) -> tuple[dict[str, int | None], list[str]]:
+    """All four counts from one answer; returns (counts, problems). Unreadable ones stay None."""
+    text = _clean(answer)
+    counts: dict[str, int | None] = {b: None for b in BEHAVIOR_NAMES}
+    problems: list[str] = []
+    found: dict[str, object] = {}
+    for obj in _json_objects(text):
+        for key, value in obj.items():
+            try:
+                found.setdefault(parse_behavior(str(key).replace(" ", "_")).value, value)
+            except UnknownBehaviorError:
+                continue
+    if not found:
+        for match in JOINT_LINE.finditer(text):
+            try:
+                found.setdefault(parse_behavior(match.group(1).strip().replace(" ", "_")).value, match.group(2))
+            except UnknownBehaviorError:
+                continue
+    for behavior in BEHAVIOR_NAMES:
+        if behavior not in found:
+            problems.append(f"{behavior}: missing")
+            continue
+        try:
+            counts[behavior] = _as_count(found[behavior])
+        except ParseError as error:
+            problems.append(f"{behavior}: {error}")
+    if not found:
+        problems = [f"no counts in {_snippet(answer)}"]
+    return counts, problems
+
+
+def labels_from_answers(answers: dict[str, str]) -> Labels:
+    """answers: question key ("joint" or a behavior) -> answer text. Request failures are not here."""
+    counts: dict[str, int | None] = {b: None for b in BEHAVIOR_NAMES}
+    problems: list[str] = []
+    if JOINT in answers:
+        counts, problems = parse_joint(answers[JOINT])
+    else:
+        for behavior, answer in answers.items():
+            try:
+                counts[behavior] = parse_count(answer, behavior)
+            except ParseError as error:
+                problems.append(f"{behavior}: {error}")
+    return Labels(counts=counts, error=("parse: " + "; ".join(problems)) if problems else None)
+
+
+# --------------------------------------------------------------------------------------------- #
+# The registered classifier
+# --------------------------------------------------------------------------------------------- #
+class LLMClassifier(Classifier):
+    """Configuration of an LLM labelling run: model, mode, prompts, truncation. Requests go through
+    `curate.pipelines.llm_tag.run_llm_tagging` (`curate tag-llm`), which owns the server."""
+
+    name = "llm_v1"
+
+    def __init__(
+        self,
+        model: str,
+        mode: str = "per-behavior",
+        structured: bool = False,
+        max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS,
+        tokenizer: str | None = None,
+        max_answer_tokens: int | None = None,
+    ):
+        if not model:
+            raise ValueError("llm_v1 needs a model (a hub name or a local directory)")
+        question_keys(mode)
+        self.model = model
+        self.mode = mode
+        self.structured = structured
+        self.max_answer_tokens = max_answer_tokens or MAX_ANSWER_TOKENS[mode]
+        self.prompts = PromptSet.load()
+        self.prompt_version = self.prompts.version
+        self.truncator = Truncator(tokenizer or model, max_doc_tokens)
+
+    def requests(self, text: str) -> tuple[list[tuple[str, dict]], bool, int]:
+        """The payloads for one document: ([(question key, payload)], truncated, document tokens)."""
+        document, truncated, n_tokens = self.truncator(text)
+        payloads = [
+            (key, build_payload(self.prompts, document, key, self.mode, self.structured, self.max_answer_tokens)) for key in question_keys(self.mode)
+        ]
+        return payloads, truncated, n_tokens
+
+    def classify(self, texts: Sequence[str]) -> list[Labels]:
+        raise RuntimeError(
+            "llm_v1 sends its requests through datatrove's InferenceRunner, which owns the model server; "
+            "it cannot run inside the batch tagger. Use `curate tag-llm --model M --backend ...` "
+            "(or run_llm_tagging in curate.pipelines.llm_tag)."
+        )
+
+
+@register("llm_v1")
+def make_llm_classifier(model: str | None = None, **options) -> LLMClassifier:
+    return LLMClassifier(model or "", **options)

@@ -1,0 +1,100 @@
+"""What every flow shares: validated input parameters and the cache key that lets a rerun skip finished work.
+
+The cache key hashes what determines a job's output: its parameters, the resolved (versioned) classifier,
+the size and modification time of every local input file, and the curate version. Prefect persists the
+task result under that key; a flow refreshes it when the outputs it points at are gone.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+import curate
+
+
+class InputParameters(BaseModel):
+    """A corpus: a file, a directory, a glob ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = Field(min_length=1)
+    text_key: str = "text"
+    id_key: str = "id"
+    split: str = "train"
+    config: str | None = None
+    streaming: bool = False
+    classifier: str = "cues"
+    tasks: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1)
+    batch_size: int = Field(64, ge=1)
+
+    @field_validator("classifier")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        from curate.classifiers import UnknownClassifierError, resolve_name
+
+        try:
+            resolve_name(value)
+        except UnknownClassifierError as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _input_exists(self):
+        spec = self.spec()
+        if spec.is_hub:
+            return self
+        try:
+            folder, pattern = spec.folder_and_pattern()
+        except FileNotFoundError as error:  # pydantic reports ValueErrors as validation errors
+            raise ValueError(str(error)) from None
+        if pattern and globlib.has_magic(pattern) and not any(Path(folder).glob(pattern)):
+            raise ValueError(f"input {self.input!r} matches no file")
+        return self
+
+    @property
+    def resolved_classifier(self) -> str:
+        from curate.classifiers import resolve_name
+
+        return resolve_name(self.classifier)[0]
+
+    @property
+    def reads_remote(self) -> bool:
+        return self.input.startswith("hf:")
+
+    def spec(self):
+        from curate.pipelines.readers import InputSpec
+
+        return InputSpec(path=self.input, text_key=self.text_key, id_key=self.id_key, split=self.split,
+                         config=self.config, streaming=self.streaming)
+
+
+def input_files_signature(parameters: InputParameters) -> list:
+    """Name, size and mtime of every local input file: an edited corpus gets a new cache key."""
+    if parameters.reads_remote:
+        return []
+    folder, pattern = parameters.spec().folder_and_pattern()
+    paths = Path(folder).glob(pattern) if pattern else Path(folder).rglob("*")
+    return sorted([str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in paths if p.is_file())
+
+
+def cache_key(job: str, parameters: BaseModel, *extra) -> str:
+    """A key from the job, its parameters, the classifier version, the input files and the curate version."""
+    payload = {"job": job, "parameters": parameters.model_dump(mode="json"), "curate": curate.__version__,
+               "extra": extra}
+    if isinstance(parameters, InputParameters):
+        payload["classifier"] = parameters.resolved_classifier
+        payload["input_files"] = input_files_signature(parameters)
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return f"curate-{job}-{digest[:32]}"
+
+
+def completed_tasks(logging_dir: Path) -> int:
+    """datatrove writes one completion marker per finished task."""
+    completions = Path(logging_dir) / "completions"
+    return len(list(completions.iterdir())) if completions.is_dir() else 0

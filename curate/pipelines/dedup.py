@@ -1,0 +1,447 @@
+"""Near-duplicate removal: exact duplicates by normalized-text hash, then datatrove's MinHash steps.
+
+    stage 1  read -> drop unreadable -> exact duplicates -> MinhashDedupSignature
+    stage 2  MinhashDedupBuckets              (one task per bucket)
+    stage 3  MinhashDedupCluster              (one task; saves cluster ids)
+    stage 4  read -> SplitRejects -> exact duplicates -> MinhashDedupFilter -> write rows
+
+Stage 4 sees the documents in the same order as stage 1 (same reader, same deterministic drops), which is
+what MinHash's per-task document indices rely on. Every removed row lands in `OUT/rejects/duplicates.jsonl`
+with the id of the document that was kept in its place (`duplicate_of`).
+
+The exact pass works within a datatrove task; identical texts in different tasks share every MinHash
+signature and are removed by the MinHash stages (reason `near_duplicate`, similarity 1).
+
+The same module holds what decontamination reuses: reading any corpus or built dataset row-preserving,
+writing the surviving rows back with their original columns, and the report section of the dataset card.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature
+from datatrove.pipeline.dedup.minhash import MinhashConfig
+from datatrove.pipeline.writers.jsonl import JsonlWriter
+from datatrove.pipeline.writers.parquet import ParquetWriter
+from datatrove.utils.hashes.xxhash import xxhash64
+from datatrove.utils.hashing import HashConfig
+from datatrove.utils.text import TextNormConfig, simplify_text
+
+from curate.pipelines.query import parquet_files
+from curate.pipelines.readers import CorpusReader, InputSpec, is_reject
+from curate.pipelines.steps import AtomicOutput, SplitRejects
+
+STATE = ".curate"
+ROW = "curate_row"  # the record as read: written back unchanged
+SPLIT = "curate_split"
+DUPLICATE_OF = "curate_duplicate_of"
+CLUSTER = "minhash_cluster_id"
+SPLIT_NAME = re.compile(r"^(?:\d+_)?([A-Za-z0-9_.]+?)-\d+")  # datatrove may prefix a file counter: 000_train-00000
+
+# Exact means exact up to case and spacing: numbers and punctuation change the problem in math text.
+EXACT_NORM = TextNormConfig(
+    lowercase=True, norm_whitespace=True, remove_punctuation=False, norm_unicode_diacritics=False, norm_numbers=False
+)
+
+
+# --------------------------------------------------------------------------- reading and writing rows
+
+
+def dataset_files(directory: Path) -> list[str]:
+    """Parquet files of a built dataset (`DIR/data/*.parquet`), or [] when DIR is not one."""
+    data = directory / "data"
+    return parquet_files(data) if data.is_dir() else []
+
+
+def resolve_input(input: str | Path, text_key: str | None, id_key: str = "id") -> tuple[InputSpec, str | None]:
+    """A built dataset directory reads its data/ folder; anything else is a corpus path for InputSpec.
+
+    Without a text key: 'question' for RL datasets that have it, else 'text'. Returns the spec and the parquet
+    schema of the input (None for JSON lines) so that written rows keep their column types."""
+    path = Path(str(input)).expanduser()
+    files = dataset_files(path) if path.is_dir() else []
+    if files:
+        folder = str(path / "data")
+    else:
+        folder = str(input)
+        if not str(input).startswith("hf:"):
+            InputSpec(folder).folder_and_pattern()  # a clear FileNotFoundError now rather than inside a worker
+            files = parquet_files(path) if path.is_dir() else ([str(path)] if str(path).endswith(".parquet") else [])
+    schema = pq.read_schema(files[0]) if files else None
+    if text_key is None:
+        names = schema.names if schema is not None else first_record_keys(path)
+        text_key = "question" if "question" in names and "text" not in names else "text"
+    if schema is not None and text_key not in schema.names:
+        raise ValueError(f"no column {text_key!r} in {files[0]} (columns: {', '.join(schema.names)}); pass --text-key")
+    return InputSpec(path=folder, text_key=text_key, id_key=id_key), schema
+
+
+def first_record_keys(path: Path) -> list[str]:
+    """Fields of the first JSON lines record under path (a file or the first .jsonl in a folder); [] if none."""
+    candidates = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))[:1] if path.is_dir() else []
+    for candidate in candidates:
+        if candidate.suffix not in (".jsonl", ".json", ".ndjson"):
+            continue
+        with candidate.open("rb") as f:
+            for line in f:
+                if line.strip():
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        return []
+                    return list(record) if isinstance(record, dict) else []
+    return []
+
+
+class RowReader(CorpusReader):
+    """CorpusReader that keeps each record whole, and the split named by its file (`test-00000.parquet` -> test)."""
+
+    name = "📖 Rows (jsonl/parquet, rejects kept)"
+
+    def _document(self, record: object, source: str, position: int, raw: str) -> Document:
+        document = super()._document(record, source, position, raw)
+        if not is_reject(document):
+            document.metadata[ROW] = record
+            match = SPLIT_NAME.match(Path(source).name)
+            document.metadata[SPLIT] = match.group(1) if match else "train"
+        return document
+
+
+class DropRejects(PipelineStep):
+    """Drops unreadable records silently: the pass that writes them (stage 4) keeps them with their reason."""
+
+    name = "🗑 Drop rejects"
+    type = "🔻 - FILTER"
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        for document in data:
+            if not is_reject(document):
+                yield document
+
+
+class RowWriter(AtomicOutput, ParquetWriter):
+    """Writes each surviving record as it was read, one file per split: `SPLIT-RANK.parquet`."""
+
+    name = "📒 Rows"
+
+    def __init__(self, output_folder: str, schema=None):
+        super().__init__(
+            output_folder,
+            output_filename="${" + SPLIT + "}-${rank}.parquet",
+            adapter=lambda _writer, document: document.metadata[ROW],
+            schema=schema,
+        )
+
+
+class RemovedWriter(AtomicOutput, JsonlWriter):
+    """Side file of removed rows: why, what they duplicate or match, and the row itself."""
+
+    name = "🗑 Removed"
+
+    def __init__(self, output_folder: str, prefix: str, describe):
+        super().__init__(
+            output_folder,
+            output_filename=prefix + "_${rank}.jsonl",
+            compression=None,
+            adapter=lambda _writer, document: {**describe(document), "id": document.id, "row": document.metadata[ROW]},
+        )
+
+
+def stage_output(stage: Path, output: Path) -> None:
+    """Replaces OUTPUT/data with the freshly written STAGE/data (the input may have been OUTPUT/data itself)."""
+    new, target = stage / "data", output / "data"
+    new.mkdir(parents=True, exist_ok=True)
+    old = stage / "data.old"
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def move_read_rejects(stage: Path, output: Path, prefix: str) -> int:
+    """Moves the records that could not be read into OUTPUT/rejects/PREFIX_*.jsonl; returns how many."""
+    count = 0
+    (output / "rejects").mkdir(parents=True, exist_ok=True)
+    for old in (output / "rejects").glob(f"{prefix}_unreadable_*.jsonl"):
+        old.unlink()
+    for path in sorted((stage / "rejects").glob("*.jsonl")):
+        with path.open() as f:
+            count += sum(1 for line in f if line.strip())
+        path.rename(output / "rejects" / f"{prefix}_unreadable_{path.name}")
+    return count
+
+
+def write_jsonl_query(connection: duckdb.DuckDBPyConnection, query: str, destination: Path) -> None:
+    partial = destination.with_name(destination.name + ".partial")
+    connection.execute(f"COPY ({query}) TO '{_quote(partial)}' (FORMAT json)")
+    partial.replace(destination)
+
+
+def _quote(path: Path | str) -> str:
+    return str(path).replace("'", "''")
+
+
+def jsonl_glob(folder: Path) -> str:
+    return _quote(folder / "*.jsonl")
+
+
+def count_rows(directory: Path) -> int:
+    files = parquet_files(directory)
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def update_card_section(output: Path, key: str, markdown: str) -> Path:
+    """Puts (or replaces) a report section in OUTPUT/README.md, whichever builder wrote the card."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    card_path = output / "README.md"
+    if card_path.exists():
+        text = card_path.read_text()
+    else:
+        data = DatasetCardData(configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}])
+        text = DatasetCard(f"---\n{data.to_yaml()}\n---\n\n# {output.name}\n").content
+    block = f"<!-- curate:{key} -->\n{markdown.strip()}\n<!-- /curate:{key} -->\n"
+    text, replaced = re.subn(
+        rf"<!-- curate:{key} -->.*?<!-- /curate:{key} -->\n?", lambda _m: block, text, flags=re.S
+    )
+    if not replaced:
+        text = text.rstrip("\n") + "\n\n" + block
+    partial = output / "README.md.partial"
+    partial.write_text(text)
+    partial.replace(card_path)
+    return card_path
+
+
+# --------------------------------------------------------------------------- deduplication
+
+
+def minhash_config(threshold: float, n_grams: int = 5, max_hashes: int = 128) -> MinhashConfig:
+    """Buckets x hashes per bucket whose LSH threshold (1/b)^(1/r) is nearest the asked Jaccard similarity."""
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"--threshold must be between 0 and 1 (exclusive), got {threshold}")
+    best = min(
+        ((b, r) for r in range(1, 17) for b in range(1, 41) if b * r <= max_hashes),
+        key=lambda br: (round(abs((1 / br[0]) ** (1 / br[1]) - threshold), 3), -br[0] * br[1]),
+    )
+    # sha1: datatrove 0.10's xxhash helpers take bytes but MinHash shingles are str. Numbers are kept:
+    # "divide x^9 + 1 by x - 1" and "divide x^6 - 3 by x + 1" are two problems, not one.
+    return MinhashConfig(n_grams=n_grams, num_buckets=best[0], hashes_per_bucket=best[1],
+                         norm_config=TextNormConfig(norm_numbers=False),
+                         hash_config=HashConfig(hash_fc="sha1", precision=64))
+
+
+class ExactDuplicates(PipelineStep):
+    """Drops a document whose normalized text (case, spacing) was already seen in this task; records the first id."""
+
+    name = "🫂 Exact duplicates"
+    type = "🫂 - DEDUP"
+
+    def __init__(self, exclusion_writer=None):
+        super().__init__()
+        self.exclusion_writer = exclusion_writer
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        seen: dict[int, str] = {}
+        writer = self.exclusion_writer
+        try:
+            for document in data:
+                with self.track_time():
+                    key = xxhash64(simplify_text(document.text, EXACT_NORM).encode())
+                    first = seen.get(key)
+                    if first is None:
+                        seen[key] = document.id
+                    else:
+                        self.stat_update("exact_duplicates")
+                        if writer:
+                            document.metadata[DUPLICATE_OF] = first
+                            writer.write(document, rank)
+                        continue
+                yield document
+        finally:
+            if writer:
+                writer.close()
+
+
+class RecordClusterKeepers(PipelineStep):
+    """Notes which document each MinHash cluster kept, so removed rows can name it."""
+
+    name = "📝 Cluster keepers"
+    type = "🫂 - DEDUP"
+
+    def __init__(self, output_folder: str):
+        super().__init__()
+        self.output_folder = output_folder
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        folder = Path(self.output_folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"keepers_{rank:05d}.jsonl").open("w") as out:
+            for document in data:
+                cluster = document.metadata.pop(CLUSTER, -1)
+                if cluster >= 0:
+                    out.write(json.dumps({"cluster": cluster, "id": document.id}) + "\n")
+                yield document
+
+
+def _exact_row(document: Document) -> dict:
+    return {"reason": "exact_duplicate", "duplicate_of": document.metadata[DUPLICATE_OF], "cluster": None}
+
+
+def _near_row(document: Document) -> dict:
+    return {"reason": "near_duplicate", "duplicate_of": None, "cluster": document.metadata.get(CLUSTER)}
+
+
+@dataclass
+class DedupResult:
+    output: Path
+    read: int
+    kept: int
+    exact_removed: int
+    near_removed: int
+    unreadable: int
+    threshold: float
+    parameters: dict = field(default_factory=dict)
+
+    @property
+    def removed(self) -> int:
+        return self.exact_removed + self.near_removed
+
+
+def dedup(
+    input: str | Path,
+    output: str | Path,
+    text_key: str | None = None,
+    id_key: str = "id",
+    threshold: float = 0.75,
+    n_grams: int = 5,
+    tasks: int = 1,
+    workers: int = 1,
+    progress: bool = True,
+) -> DedupResult:
+    """Removes exact and near duplicates from a corpus or built dataset; writes OUTPUT/data, rejects, card section.
+
+    OUTPUT may be the input dataset directory itself: the data folder is replaced only once the new one is whole."""
+    output = Path(output)
+    spec, schema = resolve_input(input, text_key, id_key)
+    config = minhash_config(threshold, n_grams)
+    stage = output / STATE / "dedup"
+    shutil.rmtree(stage, ignore_errors=True)  # a dedup is recomputed whole: stale signatures would misalign
+    signatures, buckets, clusters = stage / "signatures", stage / "buckets", stage / "clusters"
+    removed, keepers = stage / "removed", stage / "keepers"
+    logs = stage / "logs"
+    # One bucket task per MinHash bucket, run `workers` at a time.
+    LocalPipelineExecutor(
+        pipeline=[RowReader(spec), DropRejects(), ExactDuplicates(), MinhashDedupSignature(str(signatures), config=config)],
+        tasks=tasks, workers=workers, logging_dir=str(logs / "1_signatures"),
+    ).run()
+    LocalPipelineExecutor(
+        pipeline=[MinhashDedupBuckets(str(signatures), str(buckets), config=config)],
+        tasks=config.num_buckets, workers=workers, logging_dir=str(logs / "2_buckets"),
+    ).run()
+    LocalPipelineExecutor(
+        pipeline=[MinhashDedupCluster(str(buckets), str(clusters), config=config, save_cluster_id=True)],
+        tasks=1, logging_dir=str(logs / "3_clusters"),
+    ).run()
+    for rank in range(tasks):
+        # A task whose documents are all cluster keepers gets no .remove file, and without one
+        # MinhashDedupFilter skips the cluster ids too: the rows removed elsewhere could not name their keeper.
+        if (clusters / f"{rank:06d}.clusters").exists() and not (clusters / f"{rank:06d}.remove").exists():
+            (clusters / f"{rank:06d}.remove").touch()
+    LocalPipelineExecutor(
+        pipeline=[
+            RowReader(spec, progress=progress),
+            SplitRejects(str(stage / "rejects")),
+            ExactDuplicates(RemovedWriter(str(removed), "exact", _exact_row)),
+            MinhashDedupFilter(str(clusters), exclusion_writer=RemovedWriter(str(removed), "near", _near_row),
+                               load_cluster_ids=True),
+            RecordClusterKeepers(str(keepers)),
+            RowWriter(str(stage / "data"), schema=schema),
+        ],
+        tasks=tasks, workers=workers, logging_dir=str(logs / "4_filter"),
+    ).run()
+
+    stage_output(stage, output)
+    unreadable = move_read_rejects(stage, output, "dedup")
+    counts = _write_duplicates(stage, output)
+    kept = count_rows(output / "data")
+    parameters = {
+        "input": str(input), "text_key": spec.text_key, "threshold": threshold, "n_grams": n_grams,
+        "num_buckets": config.num_buckets, "hashes_per_bucket": config.hashes_per_bucket,
+    }
+    result = DedupResult(
+        output=output, read=kept + counts["exact_duplicate"] + counts["near_duplicate"], kept=kept,
+        exact_removed=counts["exact_duplicate"], near_removed=counts["near_duplicate"], unreadable=unreadable,
+        threshold=threshold, parameters=parameters,
+    )
+    (output / STATE / "dedup.json").write_text(json.dumps({**parameters, **_counts(result)}, indent=2))
+    update_card_section(output, "dedup", dedup_card_section(result))
+    for scratch in (signatures, buckets, clusters):
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def dedup_dataset(directory: str | Path, **options) -> DedupResult:
+    """Deduplicates a built dataset in place (DIR/data), for builders' --dedup option."""
+    return dedup(directory, directory, **options)
+
+
+def _write_duplicates(stage: Path, output: Path) -> dict[str, int]:
+    """Joins removed rows to the document their cluster kept; writes OUTPUT/rejects/duplicates.jsonl."""
+    destination = output / "rejects" / "duplicates.jsonl"
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    removed_files = list((stage / "removed").glob("*.jsonl"))
+    if not removed_files:
+        destination.unlink(missing_ok=True)
+        return {"exact_duplicate": 0, "near_duplicate": 0}
+    connection = duckdb.connect()
+    connection.execute(
+        f"CREATE VIEW removed AS SELECT * FROM read_json('{jsonl_glob(stage / 'removed')}', format='newline_delimited', "
+        f"columns={{reason: 'VARCHAR', duplicate_of: 'VARCHAR', cluster: 'BIGINT', id: 'VARCHAR', row: 'JSON'}})"
+    )
+    keeper_files = [p for p in (stage / "keepers").glob("*.jsonl") if p.stat().st_size]
+    if keeper_files:
+        connection.execute(
+            f"CREATE VIEW keepers AS SELECT * FROM read_json('{jsonl_glob(stage / 'keepers')}', format='newline_delimited', "
+            "columns={cluster: 'BIGINT', id: 'VARCHAR'})"
+        )
+    else:
+        connection.execute("CREATE VIEW keepers AS SELECT NULL::BIGINT AS cluster, NULL::VARCHAR AS id WHERE false")
+    write_jsonl_query(
+        connection,
+        "SELECT r.reason, r.id, coalesce(r.duplicate_of, k.id) AS duplicate_of, r.cluster, r.row "
+        "FROM removed r LEFT JOIN keepers k ON r.cluster = k.cluster ORDER BY r.reason, r.cluster, r.id",
+        destination,
+    )
+    counts = dict(connection.sql("SELECT reason, count(*) FROM removed GROUP BY reason").fetchall())
+    return {"exact_duplicate": counts.get("exact_duplicate", 0), "near_duplicate": counts.get("near_duplicate", 0)}
+
+
+def _counts(result: DedupResult) -> dict:
+    return {"read": result.read, "kept": result.kept, "exact_removed": result.exact_removed,
+            "near_removed": result.near_removed, "unreadable": result.unreadable}
+
+
+def dedup_card_section(result: DedupResult) -> str:
+    p = result.parameters
+    share = f"{100 * result.removed / result.read:.2f} %" if result.read else "-"
+    return (
+        "## Deduplication\n\n"
+        f"Exact duplicates (same text up to case and spacing) first, then MinHash near-duplicates on "
+        f"`{p['text_key']}` (word {p['n_grams']}-grams, {p['num_buckets']} buckets x {p['hashes_per_bucket']} hashes, "
+        f"Jaccard threshold about {p['threshold']}).\n\n"
+        "| | rows |\n|---|---|\n"
+        f"| read | {result.read:,} |\n| exact duplicates removed | {result.exact_removed:,} |\n"
+        f"| near duplicates removed | {result.near_removed:,} |\n| kept | {result.kept:,} |\n"
+        f"| removed share | {share} |\n\n"
+        "Removed rows are in `rejects/duplicates.jsonl`, each with the id of the row kept in its place (`duplicate_of`)."
+    )

@@ -1,0 +1,298 @@
+"""One export for every builder: a built dataset → the input format of a trainer.
+
+Input: a dataset directory in the builders' layout (DATASET/data/<split>-*.parquet; the split is the
+file-name prefix) or a parquet file / folder of parquet files. Rows need `id`, `question`, and, per
+target, `answer` / `ground_truth` (the reward's ground truth; `ground_truth` wins when both exist),
+`data_source` (a registered reward), a completion (`completion`, `response`, `trace`, `output` or
+`solution`) or `text`.
+
+Targets (columns written):
+    verl      data_source, prompt (chat list), ability, reward_model{style, ground_truth},
+              extra_info{split, index, id, question, answer, + the dataset's other scalar columns}
+    trl       prompt (chat list), solution (ground truth), data_source, id    (GRPOTrainer + trl_reward())
+    openrlhf  input (prompt text), label (ground truth as text), data_source, id
+    sft       query, completion, id
+    cpt       text, id
+
+Output: OUT/data/<split>-NNNNN.parquet (one per input file, written whole: temp name then rename),
+OUT/rejects/export.jsonl (every row that could not be exported, with its reason), OUT/README.md,
+OUT/.curate/export.json (parameters and counts). Rows stream in record batches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
+
+TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
+COMPLETION_COLUMNS = ("completion", "response", "trace", "output", "solution")
+STATE = ".curate"
+PARTIAL = ".partial"
+
+MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+SCALAR = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean)
+
+
+class ExportError(ValueError):
+    """The dataset as a whole cannot be exported (missing columns, no files)."""
+
+
+class RowRejected(ValueError):
+    """One row cannot be exported; the message is its reason."""
+
+
+@dataclass
+class ExportResult:
+    output: Path
+    target: str
+    rows: Counter = field(default_factory=Counter)  # per split
+    rejected: Counter = field(default_factory=Counter)  # per reason
+    files: list[Path] = field(default_factory=list)
+
+
+def input_files(dataset: Path) -> list[tuple[str, Path]]:
+    """(split, file) for every parquet file of the dataset, sorted."""
+    dataset = Path(dataset)
+    if dataset.is_file():
+        files = [dataset]
+    elif (dataset / "data").is_dir():
+        files = sorted((dataset / "data").rglob("*.parquet"))
+    elif dataset.is_dir():
+        files = sorted(dataset.glob("*.parquet"))
+    else:
+        raise ExportError(f"{dataset} does not exist")
+    if not files:
+        raise ExportError(f"no parquet files in {dataset} (expected {dataset}/data/<split>-*.parquet)")
+    return [(f.name.split("-")[0].split(".")[0] if "-" in f.name else "train", f) for f in files]
+
+
+def _ground_truth_column(schema: pa.Schema) -> str | None:
+    return next((c for c in ("ground_truth", "answer") if c in schema.names), None)
+
+
+def _completion_column(schema: pa.Schema) -> str | None:
+    return next((c for c in COMPLETION_COLUMNS if c in schema.names), None)
+
+
+class Exporter:
+    """Turns rows of one input schema into rows of one target schema."""
+
+    def __init__(self, target: str, schema: pa.Schema, instruction: str | None, system: str | None):
+        if target not in TARGETS:
+            raise ExportError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+        self.target = target
+        self.instruction = instruction
+        self.system = system
+        self.gold = _ground_truth_column(schema)
+        self.completion = _completion_column(schema)
+        needed = {"verl": ["question", "data_source"], "trl": ["question", "data_source"],
+                  "openrlhf": ["question", "data_source"], "sft": ["question"], "cpt": []}[target]
+        missing = [c for c in needed if c not in schema.names]
+        if target in ("verl", "trl", "openrlhf") and self.gold is None:
+            missing.append("ground_truth or answer")
+        if target == "sft" and self.completion is None:
+            missing.append(f"a completion column ({' / '.join(COMPLETION_COLUMNS)})")
+        if target == "cpt" and "text" not in schema.names and not ("question" in schema.names and self.completion):
+            missing.append("text (or question plus a completion column)")
+        if missing:
+            raise ExportError(f"the dataset has no {', '.join(missing)} column; {target} needs it")
+        used = {"question", "answer", "ground_truth", "data_source", "ability", "id", "prompt", "text", "split", "index",
+                self.completion}
+        self.extra = [f for f in schema if f.name not in used and any(test(f.type) for test in SCALAR)]
+        self.schema = self._schema(schema)
+
+    def _schema(self, schema: pa.Schema) -> pa.Schema:
+        gold_type = schema.field(self.gold).type if self.gold else pa.string()
+        if self.target == "verl":
+            answer_type = schema.field("answer").type if "answer" in schema.names else pa.string()
+            extra_info = pa.struct([("split", pa.string()), ("index", pa.int64()), ("id", pa.string()),
+                                    ("question", pa.string()), ("answer", answer_type), *self.extra])
+            return pa.schema([("data_source", pa.string()), ("prompt", MESSAGES), ("ability", pa.string()),
+                              ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", gold_type)])),
+                              ("extra_info", extra_info)])
+        if self.target == "trl":
+            return pa.schema([("prompt", MESSAGES), ("solution", gold_type), ("data_source", pa.string()), ("id", pa.string())])
+        if self.target == "openrlhf":
+            return pa.schema([("input", pa.string()), ("label", pa.string()), ("data_source", pa.string()), ("id", pa.string())])
+        if self.target == "sft":
+            return pa.schema([("query", pa.string()), ("completion", pa.string()), ("id", pa.string())])
+        return pa.schema([("text", pa.string()), ("id", pa.string())])
+
+    def _prompt_text(self, row: dict, reward) -> str:
+        question = row.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise RowRejected("empty question")
+        instruction = reward.instruction if self.instruction is None and reward else self.instruction
+        return f"{question.strip()}\n\n{instruction}" if instruction else question.strip()
+
+    def _messages(self, text: str) -> list[dict]:
+        system = [{"role": "system", "content": self.system}] if self.system else []
+        return system + [{"role": "user", "content": text}]
+
+    def convert(self, row: dict, split: str, index: int) -> dict:
+        row_id = str(row.get("id") if row.get("id") is not None else f"{split}/{index}")
+        if self.target in ("verl", "trl", "openrlhf"):
+            data_source = row.get("data_source")
+            if not data_source:
+                raise RowRejected("no data_source")
+            try:
+                reward = get_reward(data_source)
+            except UnknownRewardError:
+                raise RowRejected(f"unknown data_source {data_source!r} (registered: {', '.join(sorted(REWARDS))})") from None
+            gold = row.get(self.gold)
+            if gold is None or (isinstance(gold, str) and not gold.strip()):
+                raise RowRejected("no ground truth")
+            prompt = self._prompt_text(row, reward)
+            if self.target == "verl":
+                extra = {f.name: row.get(f.name) for f in self.extra}
+                return {
+                    "data_source": reward.data_source,
+                    "prompt": self._messages(prompt),
+                    "ability": row.get("ability") or reward.ability,
+                    "reward_model": {"style": "rule", "ground_truth": gold},
+                    "extra_info": {"split": split, "index": index, "id": row_id, "question": row["question"],
+                                   "answer": row.get("answer"), **extra},
+                }
+            if self.target == "trl":
+                return {"prompt": self._messages(prompt), "solution": gold, "data_source": reward.data_source, "id": row_id}
+            label = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
+            return {"input": prompt, "label": label, "data_source": reward.data_source, "id": row_id}
+        if self.target == "sft":
+            completion = row.get(self.completion)
+            if not isinstance(completion, str) or not completion.strip():
+                raise RowRejected(f"empty {self.completion}")
+            reward = REWARDS.get(row.get("data_source") or "")
+            return {"query": self._prompt_text(row, reward), "completion": completion, "id": row_id}
+        text = row.get("text")
+        if not isinstance(text, str) or not text.strip():
+            question, completion = row.get("question"), row.get(self.completion) if self.completion else None
+            if not (isinstance(question, str) and question.strip() and isinstance(completion, str) and completion.strip()):
+                raise RowRejected("no text and no question with a completion")
+            text = f"{question.strip()}\n\n{completion.strip()}"
+        return {"text": text, "id": row_id}
+
+
+def run_export(
+    dataset: str | Path,
+    target: str,
+    output: str | Path,
+    instruction: str | None = None,
+    system: str | None = None,
+    batch_size: int = 4096,
+    progress: bool = True,
+) -> ExportResult:
+    """Exports DATASET for `target` into OUTPUT (replacing an earlier export there). `instruction` is appended
+    to every prompt (None: the row's reward's own instruction, "" for none); `system` adds a system message."""
+    from rich.progress import Progress
+
+    if target not in TARGETS:
+        raise ExportError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    files = input_files(Path(dataset))
+    output = Path(output)
+    if output.resolve() == Path(dataset).resolve():
+        raise ExportError("the output must not be the dataset itself")
+    for folder in ("data", "rejects"):
+        if (output / folder).is_dir():
+            for old in (output / folder).iterdir():
+                old.unlink()
+    (output / "data").mkdir(parents=True, exist_ok=True)
+    (output / "rejects").mkdir(parents=True, exist_ok=True)
+    result = ExportResult(output=output, target=target)
+    rejects_path = output / "rejects" / "export.jsonl"
+    total = sum(pq.ParquetFile(f).metadata.num_rows for _, f in files)
+    split_index: Counter = Counter()
+    with open(rejects_path.with_name(rejects_path.name + PARTIAL), "w") as rejects, \
+            Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task(f"export → {target}", total=total)
+        for number, (split, path) in enumerate(files):
+            source = pq.ParquetFile(path)
+            exporter = Exporter(target, source.schema_arrow, instruction, system)
+            destination = output / "data" / f"{split}-{number:05d}.parquet"
+            partial = destination.with_name(destination.name + PARTIAL)
+            with pq.ParquetWriter(partial, exporter.schema) as writer:
+                for batch in source.iter_batches(batch_size=batch_size):
+                    rows = []
+                    for row in batch.to_pylist():
+                        index = split_index[split]
+                        split_index[split] += 1
+                        try:
+                            rows.append(exporter.convert(row, split, index))
+                        except RowRejected as reason:
+                            result.rejected[str(reason).split(" (")[0]] += 1
+                            rejects.write(json.dumps({"reason": str(reason), "source": str(path), "position": index,
+                                                      "id": row.get("id"), "raw": row}, default=str, ensure_ascii=False) + "\n")
+                    if rows:
+                        writer.write_table(pa.Table.from_pylist(rows, schema=exporter.schema))
+                    result.rows[split] += len(rows)
+                    bar.advance(task, batch.num_rows)
+            os.replace(partial, destination)
+            result.files.append(destination)
+    os.replace(rejects_path.with_name(rejects_path.name + PARTIAL), rejects_path)
+    _write_bookkeeping(result, Path(dataset), instruction, system)
+    return result
+
+
+USAGE = {
+    "verl": "data.train_files={train}  custom_reward_function.path=$(curate reward-path)  custom_reward_function.name=compute_score",
+    "trl": "GRPOTrainer(..., train_dataset=load_dataset('parquet', data_dir='{data}')['train'], "
+           "reward_funcs=[curate.rewards.trl_reward()])",
+    "openrlhf": "--prompt_data {data} --input_key input --label_key label --apply_chat_template",
+    "sft": "SFT on query → completion",
+    "cpt": "continued pretraining on `text`",
+}
+
+
+def _write_bookkeeping(result: ExportResult, dataset: Path, instruction: str | None, system: str | None) -> None:
+    state = result.output / STATE
+    state.mkdir(parents=True, exist_ok=True)
+    record = {"dataset": str(dataset.resolve()), "target": result.target, "instruction": instruction, "system": system,
+              "rows": dict(result.rows), "rejected": dict(result.rejected), "files": [f.name for f in result.files]}
+    _write_whole(state / "export.json", json.dumps(record, indent=2))
+    schema = pq.read_schema(result.files[0]) if result.files else None
+    splits = sorted(result.rows)
+    config = "\n".join(f"  - split: {s}\n    path: data/{s}-*.parquet" for s in splits)
+    usage = USAGE[result.target].format(train=(result.output / "data" / "train-*.parquet"), data=result.output / "data")
+    rejected = "\n".join(f"| {k} | {v:,} |" for k, v in result.rejected.items()) or "| (none) | 0 |"
+    card = f"""---
+configs:
+- config_name: default
+  data_files:
+{config}
+---
+# {dataset.name} — {result.target} export
+
+Exported by `curate export {dataset} --to {result.target}` from `{dataset.resolve()}`.
+
+| split | rows |
+|---|---|
+{chr(10).join(f"| {s} | {result.rows[s]:,} |" for s in splits)}
+
+Rejected rows (kept with their reason in `rejects/export.jsonl`):
+
+| reason | rows |
+|---|---|
+{rejected}
+
+Schema:
+
+```
+{schema.to_string(show_schema_metadata=False) if schema else "(no rows)"}
+```
+
+Use: `{usage}`
+"""
+    _write_whole(result.output / "README.md", card)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + PARTIAL)
+    partial.write_text(text)
+    os.replace(partial, path)

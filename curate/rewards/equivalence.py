@@ -1,0 +1,226 @@
+"""Math-object equivalence (math-verify) under our own time bound, safe to call from any thread.
+
+math-verify bounds its own work with SIGALRM, which only works in the main thread of the main
+interpreter; reward functions run in trainer threads and worker processes. So the library's
+timeouts are switched off and the bound is ours: each check runs in a long-lived worker process
+that is killed and replaced when it exceeds `timeout` (sympy can spin for minutes on input such as
+`9^{9^{9^9}}`).
+
+A verdict is True / False, or None when it could not be reached (timeout, gold not parseable).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import re
+import select
+import subprocess
+import sys
+import threading
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 5.0
+STARTUP_TIMEOUT = 120.0
+# Text answers (names, days, "infinitely many") and letters are compared as normalized text first: sympy
+# would read "Tuesday" as a product of seven symbols.
+_TEXT_COMMANDS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\s*\{([^{}]*)\}")
+_SPACING = re.compile(r"\\[,;:! ]|\\q?quad|~")
+_WORD = re.compile(r"[a-z]{2,}")
+_LEADING_NUMBER = re.compile(r"^(-?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*$")
+# Digit groups written with thin spaces or braces: "864\,000", "864{,}000".
+_DIGIT_GROUP = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |~)(?=\d{3}\b)")
+
+
+def _plain_number(answer: str) -> str:
+    return _DIGIT_GROUP.sub("", answer)
+
+
+def normalize_text(answer: str) -> str:
+    answer = unicodedata.normalize("NFKC", answer)
+    answer = _TEXT_COMMANDS.sub(r"\1", answer)
+    answer = _SPACING.sub(" ", answer)
+    answer = answer.replace("\\left", "").replace("\\right", "").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    answer = answer.strip().strip("$").strip()
+    answer = re.sub(r"\s+", "", answer.lower())
+    return answer.rstrip(".")
+
+
+def _verify(gold: str, answer: str) -> bool | None:
+    """Runs in a worker: parse both sides as a boxed answer and compare as math objects."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+    parsed_gold = parse("\\boxed{" + gold + "}", extraction_config=config, parsing_timeout=None)
+    if not parsed_gold:
+        return None
+    parsed_answer = parse("\\boxed{" + answer + "}", extraction_config=config, parsing_timeout=None)
+    if not parsed_answer:
+        return False
+    # Relations against sets: "0 \le x < 3" answers "[0, 3)".
+    return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None, allow_set_relation_comp=True))
+
+
+def _quiet() -> None:
+    # math-verify warns on every call that its own timeout is off; that is the design here.
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+
+def serve(stdin=sys.stdin, stdout=sys.stdout) -> None:
+    """Worker loop: one JSON request per line in ([gold, answer]), one JSON reply per line out."""
+    _quiet()
+    # One check before "ready": sympy's import and the LaTeX parser's construction are no check's time.
+    _verify("\\frac{1}{2}", "0.5")
+    stdout.write('"ready"\n')
+    stdout.flush()
+    for line in stdin:
+        gold, answer = json.loads(line)
+        try:
+            reply = ["ok", _verify(gold, answer)]
+        except Exception as error:
+            reply = ["error", f"{type(error).__name__}: {error}"]
+        stdout.write(json.dumps(reply) + "\n")
+        stdout.flush()
+
+
+class _Worker:
+    """A `python -m curate.rewards.equivalence` child. A plain subprocess, not multiprocessing: it neither
+    re-imports the trainer's main script nor needs a non-daemonic parent."""
+
+    def __init__(self):
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "curate.rewards.equivalence"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env,
+        )
+        if self._reply(STARTUP_TIMEOUT) != "ready":
+            self.kill()
+            raise RuntimeError("math-verify worker did not start")
+
+    def _reply(self, timeout: float):
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        line = self.process.stdout.readline()
+        if not line:
+            raise EOFError("math-verify worker exited")
+        return json.loads(line)
+
+    def check(self, gold: str, answer: str, timeout: float) -> list:
+        self.process.stdin.write(json.dumps([gold, answer]) + "\n")
+        self.process.stdin.flush()
+        try:
+            return self._reply(timeout)
+        except TimeoutError:
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(5)
+        for stream in (self.process.stdin, self.process.stdout):
+            stream.close()
+
+
+class MathEquivalence:
+    """Thread-safe equivalence checker with a per-check time bound.
+
+    workers: processes kept warm; a check beyond that waits for a free one (waiting is not counted
+    against the bound). Checks and verdicts are cached, so k samples of one answer cost one check.
+    """
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, workers: int | None = None):
+        self.timeout = timeout
+        self.capacity = workers or min(4, os.cpu_count() or 1)
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._slots = threading.Semaphore(self.capacity)
+        self.timeouts = 0
+        self.errors = 0
+        self._cache = lru_cache(maxsize=65_536)(self._check)
+
+    def equivalent(self, gold: str, answer: str) -> bool | None:
+        if gold is None or answer is None:
+            return None
+        gold, answer = str(gold).strip(), str(answer).strip()
+        if not gold:
+            return None
+        if not answer:
+            return False
+        text_gold, text_answer = normalize_text(gold), normalize_text(answer)
+        if text_gold == text_answer:
+            return True
+        if _WORD.fullmatch(text_gold) and _WORD.fullmatch(text_answer):
+            # Two words ("tuesday", "qxls"): sympy would read them as commuting products of letters.
+            return False
+        verdict = self._cache(gold, _plain_number(answer))
+        if verdict is False and (number := _LEADING_NUMBER.match(answer)):
+            # "72 clips", "18 dollars": a number followed by a unit word math-verify does not know.
+            verdict = self._cache(gold, number.group(1))
+        return verdict
+
+    def _check(self, gold: str, answer: str) -> bool | None:
+        with self._slots:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                try:
+                    worker = _Worker()
+                except (RuntimeError, TimeoutError, EOFError, OSError):
+                    self.errors += 1
+                    return None
+            try:
+                status, value = worker.check(gold, answer, self.timeout)
+            except TimeoutError:
+                self.timeouts += 1
+                return None
+            except (EOFError, OSError, ValueError):
+                # The worker died (out of memory, killed): this check is lost, the next gets a fresh worker.
+                worker.kill()
+                self.errors += 1
+                return None
+            self._idle.put(worker)
+        if status == "error":
+            self.errors += 1
+            return None
+        return value
+
+    def warm(self, workers: int | None = None) -> None:
+        """Starts workers now, so that no check's time includes a worker's startup."""
+        count = min(workers or self.capacity, self.capacity) - self._idle.qsize()
+        if count <= 0:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(count) as pool:
+            for worker in pool.map(lambda _: _Worker(), range(count)):
+                self._idle.put(worker)
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().kill()
+            except queue.Empty:
+                return
+
+
+_shared: MathEquivalence | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_checker() -> MathEquivalence:
+    """The process-wide checker the registered rewards use (timeout from CURATE_REWARD_TIMEOUT, seconds)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = MathEquivalence(timeout=float(os.environ.get("CURATE_REWARD_TIMEOUT", DEFAULT_TIMEOUT)))
+        return _shared
+
+
+if __name__ == "__main__":
+    serve()

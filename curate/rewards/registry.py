@@ -1,0 +1,214 @@
+"""The reward registry: one function per `data_source`, exposed for verl and TRL.
+
+verl: point `custom_reward_function.path` at this file (`curate reward-path` prints it) and
+`custom_reward_function.name` at `compute_score`; each row's `data_source` selects the reward.
+TRL: `trl_reward()` (or `trl_reward("curate/math")`) is a GRPOTrainer reward function.
+
+A reward returns 1.0 (correct), 0.0 (wrong, including "no final answer") or None (cannot be scored:
+the check timed out or the ground truth is unusable). TRL skips None; verl needs a number and gets 0.0.
+This file uses absolute imports only: verl loads it by path as a standalone module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from curate.rewards.equivalence import normalize_text, shared_checker
+from curate.rewards.extract import DEFAULT, Extraction, extract_answer
+
+ScoreFunction = Callable[[str, Any, dict | None, Extraction], float | None]
+
+
+class UnknownRewardError(KeyError):
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@dataclass(frozen=True)
+class Reward:
+    data_source: str
+    ability: str
+    instruction: str  # what a prompt must ask for so that this reward can read the answer
+    description: str
+    function: ScoreFunction
+
+    def score(
+        self, solution_str: str, ground_truth: Any, extra_info: dict | None = None, extraction: Extraction = DEFAULT
+    ) -> float | None:
+        return self.function(solution_str, ground_truth, extra_info, extraction)
+
+
+REWARDS: dict[str, Reward] = {}
+
+
+def register(data_source: str, *, ability: str, instruction: str, description: str):
+    def decorate(function: ScoreFunction) -> ScoreFunction:
+        REWARDS[data_source] = Reward(data_source, ability, instruction, description, function)
+        return function
+
+    return decorate
+
+
+def get_reward(name: str) -> Reward:
+    """By data_source ("curate/math") or short name ("math")."""
+    key = name if "/" in name else f"curate/{name}"
+    if key not in REWARDS:
+        raise UnknownRewardError(f"no reward for data_source {name!r}; registered: {', '.join(sorted(REWARDS))}")
+    return REWARDS[key]
+
+
+def registered_rewards() -> list[str]:
+    return sorted(REWARDS)
+
+
+def _decode(ground_truth: Any) -> Any:
+    # Exports keep structured ground truths as they were built; OpenRLHF labels carry them as JSON text. Only
+    # objects: a string starting with "[" is an interval ("[-2, 5]"), not a JSON list.
+    if isinstance(ground_truth, str) and ground_truth.lstrip().startswith("{"):
+        try:
+            return json.loads(ground_truth)
+        except json.JSONDecodeError:
+            return ground_truth
+    return ground_truth
+
+
+def _final_gold(ground_truth: Any) -> str | None:
+    ground_truth = _decode(ground_truth)
+    if isinstance(ground_truth, dict):
+        for key in ("final_answer", "answer", "target", "ground_truth"):
+            if ground_truth.get(key) is not None:
+                return str(ground_truth[key])
+        return None
+    if isinstance(ground_truth, list):
+        return str(ground_truth[-1]) if ground_truth else None
+    return None if ground_truth is None else str(ground_truth)
+
+
+def answer_score(solution_str: str, gold: str | None, extraction: Extraction) -> float | None:
+    if gold is None or not str(gold).strip():
+        return None
+    answer = extract_answer(solution_str, extraction)
+    if answer is None:
+        return 0.0
+    verdict = shared_checker().equivalent(str(gold), answer)
+    return None if verdict is None else float(verdict)
+
+
+@register(
+    "curate/math",
+    ability="math",
+    instruction="Put your final answer within \\boxed{}.",
+    description="math-object equivalence of the final answer (math-verify: fractions, radicals, sets, intervals, "
+    "equations, units and percentages normalized)",
+)
+def math_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    return answer_score(solution_str, _final_gold(ground_truth), extraction)
+
+
+@register(
+    "curate/mcqa_open",
+    ability="math",
+    instruction="Put your final answer within \\boxed{}.",
+    description="open answer converted from multiple choice: the correct option's content, compared as math or text",
+)
+def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    return answer_score(solution_str, _final_gold(ground_truth), extraction)
+
+
+@register(
+    "curate/multihop",
+    ability="math",
+    instruction="Solve every step in order and put only the final answer within \\boxed{}.",
+    description="final answer of the last hop (ground truth: a string, a list of hop answers, or "
+    "{'final_answer' | 'answer': ...}), compared as math or text",
+)
+def multihop_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    return answer_score(solution_str, _final_gold(ground_truth), extraction)
+
+
+_LETTER = re.compile(r"^\(?\s*([A-Z])\s*\)?(?:[\s.:)\]]|$)")
+_LETTER_PHRASE = re.compile(r"(?:option|choice)\s*\(?([A-Z])\)?\b", re.IGNORECASE)
+
+
+def answer_letter(answer: str) -> str | None:
+    answer = normalize_text(answer).upper() if len(answer) <= 2 else answer.strip()
+    if match := _LETTER.match(answer):
+        return match.group(1)
+    if match := _LETTER_PHRASE.search(answer):
+        return match.group(1).upper()
+    return None
+
+
+@register(
+    "curate/mcqa",
+    ability="mcqa",
+    instruction="Answer with the letter of the correct option within \\boxed{}.",
+    description="multiple choice: the chosen option letter equals the gold letter",
+)
+def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    gold = _final_gold(ground_truth)
+    gold_letter = answer_letter(gold) if gold else None
+    if gold_letter is None:
+        return None
+    answer = extract_answer(solution_str, extraction)
+    if answer is None:
+        return 0.0
+    return float(answer_letter(answer) == gold_letter)
+
+
+@register(
+    "curate/countdown",
+    ability="countdown",
+    instruction="Show your work, then give the final equation in <answer> </answer> tags, for example "
+    "<answer> (1 + 2) / 3 </answer>.",
+    description="Countdown: the equation uses each given number once and evaluates to the target "
+    "(curate.tasks.countdown.score_countdown)",
+)
+def countdown_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    # Lazy: the Countdown task module is its own component, loaded only when a Countdown row is scored.
+    from curate.tasks.countdown import score_countdown
+
+    ground_truth = _decode(ground_truth)
+    if not isinstance(ground_truth, dict):
+        return None
+    return score_countdown(solution_str, ground_truth)
+
+
+def score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+          extraction: Extraction = DEFAULT) -> float | None:
+    return get_reward(data_source).score(solution_str, ground_truth, extra_info, extraction)
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float:
+    """verl's custom reward signature; `data_source` selects the registered reward."""
+    value = score(data_source, solution_str, ground_truth, extra_info)
+    return 0.0 if value is None else float(value)
+
+
+def _completion_text(completion: Any) -> str:
+    # TRL passes plain strings for standard datasets and message lists for conversational ones.
+    if isinstance(completion, list):
+        return "".join(m.get("content") or "" for m in completion if isinstance(m, dict) and m.get("role") == "assistant")
+    return "" if completion is None else str(completion)
+
+
+def trl_reward(data_source: str | None = None, extraction: Extraction = DEFAULT) -> Callable[..., list[float | None]]:
+    """A TRL GRPOTrainer reward function. Without `data_source`, each row's `data_source` column selects
+    the reward, so one dataset can mix tasks. The ground truth is the `solution` column."""
+    fixed = get_reward(data_source) if data_source else None
+
+    def curate_reward(completions: list, solution: list, data_source: list | None = None, **kwargs) -> list[float | None]:
+        rewards = []
+        for i, (completion, gold) in enumerate(zip(completions, solution, strict=True)):
+            reward = fixed or (get_reward(data_source[i]) if data_source is not None else None)
+            if reward is None:
+                raise ValueError("no data_source: pass trl_reward('curate/…') or keep the data_source column")
+            rewards.append(reward.score(_completion_text(completion), gold, None, extraction))
+        return rewards
+
+    curate_reward.__name__ = f"curate_{fixed.data_source.split('/')[-1]}" if fixed else "curate_reward"
+    return curate_reward

@@ -1,0 +1,1 @@
+"""Verifiable tasks: problem generators, exhaustive solvers and the verifiers their rewards use."""
