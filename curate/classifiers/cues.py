@@ -49,8 +49,9 @@ REQUEST_PATTERN = re.compile(
 @dataclass(frozen=True)
 class Cue:
     """A pattern in a tiny notation: words separated by spaces; `a|b` alternatives; a trailing `?`
-    makes a token optional; `NUM` a number; `*` any one token; `ANY{1,15}` one to fifteen tokens of
-    the same sentence. Apostrophe forms match both ' and ’."""
+    makes a token optional; `NUM` a number; `*` any one token. Apostrophe forms match both ' and ’.
+    `then` is a regular expression the rest of the sentence must start with (for long-range cues such as
+    "To find X, we need ..." that token patterns with wide gaps would make slow)."""
 
     behavior: str
     pattern: str
@@ -58,6 +59,7 @@ class Cue:
     not_in_request: bool = True  # reject inside a sentence that asks others how to do it
     not_in_question: bool = False  # reject in any sentence ending with "?"
     unless_next: frozenset[str] = frozenset()  # reject when one of the next three words is one of these
+    then: str | None = None
 
 
 def _token_spec(word: str) -> dict:
@@ -68,9 +70,6 @@ def _token_spec(word: str) -> dict:
         spec: dict = {"LIKE_NUM": True}
     elif word == "*":
         spec = {"IS_SPACE": False}
-    elif word.startswith("ANY{"):
-        spec = {"IS_SPACE": False, "IS_SENT_START": False, "OP": word[3:]}
-        return spec
     else:
         options: list[str] = []
         for alt in word.split("|"):
@@ -209,7 +208,8 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "start|starting|begin|beginning from|with|at the goal|end|answer|target|conclusion|desired"),
     Cue(C, "from the conclusion|goal|target|desired"),
     Cue(C, "suffices|suffice", unless_next=frozenset({"note", "notice", "observe", "remark", "say", "mention", "recall", "see"})),
-    Cue(C, "to find|compute|determine|maximize|minimize|prove|show|ensure ANY{1,15} , i|we|you need|must|have|want|would", sentence_start=True),
+    Cue(C, "to find|compute|determine|maximize|minimize|prove|show|ensure", sentence_start=True,
+        then=r"[^.;:?!]{1,120}?,\s*(i|we|you)\s+(need|must|have|want|would)\b"),
     Cue(C, "sufficient to|that show|prove|check|find|establish|verify"),
     Cue(C, "it|this 's|is enough|sufficient to"),
     Cue(C, "would follow if|from|once"),
@@ -217,7 +217,7 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "reduces|reduce|reduced to showing|proving|checking|finding|making|building|getting|computing"),
     Cue(C, "need|want a|an? NUM from|out"),
     Cue(C, "what i|we really? want|need is|are"),
-    Cue(C, "if i|we can ANY{1,12} , then? i|we 'm|am|are|'re|'d|would|will be? done"),
+    Cue(C, "if i|we can", then=r"[^.;:?!]{1,100}?,\s*(then\s+)?(i|we)\s*(['’]m|am|are|['’]re|['’]d|would|will)\s+(be\s+)?done\b"),
     Cue(C, "equivalent to showing|proving"),
     Cue(C, "we|i|you 're|are|would|will|'d be? done if|once"),
     Cue(C, "to get|reach|make|obtain|hit|produce|achieve NUM", sentence_start=True),
@@ -229,6 +229,7 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "our|my|the goal|aim|objective is to show|prove|get|make|reach"),
 )
 
+NEWLINES = re.compile(r"\n\s*")
 BACKTRACKING_WAIT_VERIFIES = re.compile(
     r"\b(check|verify|double-check|confirm|make sure|be sure|sanity)\b", re.IGNORECASE
 )
@@ -259,9 +260,18 @@ def _build_nlp() -> Language:
 
 @Language.component("curate_newline_sentences")
 def newline_sentences(doc: Doc) -> Doc:
-    for i in range(1, len(doc)):
-        if "\n" in doc[i - 1].text_with_ws and not doc[i].is_space:
-            doc[i].is_sent_start = True
+    # A newline is its own whitespace token (or trails one); find them in the text, not token by token.
+    text = doc.text
+    if "\n" not in text:
+        return doc
+    offsets = doc.to_array("IDX")
+    # Setting Token.is_sent_start re-checks the whole Doc each time; write the column in one go.
+    sent_starts = doc.to_array(["SENT_START"])
+    for match in NEWLINES.finditer(text):
+        following = int(offsets.searchsorted(match.end()))
+        if 0 < following < len(doc) and offsets[following] == match.end():
+            sent_starts[following] = 1
+    doc.from_array(["SENT_START"], sent_starts.reshape(-1, 1))
     return doc
 
 
@@ -300,11 +310,12 @@ class CueClassifier(Classifier):
         self.matcher = Matcher(self.nlp.vocab)
         self.phrases = PhraseMatcher(self.nlp.vocab, attr="LOWER")
         self.cues: dict[str, Cue] = {}
+        self.then = {cue.then: re.compile(cue.then, re.IGNORECASE) for cue in CUES if cue.then}
         for i, cue in enumerate(CUES):
             key = f"{cue.behavior}:{i}"
             self.cues[key] = cue
             words = cue.pattern.split()
-            if any(w.removesuffix("?") in ("NUM", "*") or w.startswith("ANY{") for w in words):
+            if any(w.removesuffix("?") in ("NUM", "*") for w in words):
                 self.matcher.add(key, [[_token_spec(w) for w in words]])
             else:
                 self.phrases.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(words)])
@@ -357,6 +368,8 @@ class CueClassifier(Classifier):
         if cue.not_in_question and sentence.rstrip().endswith("?"):
             return None
         if cue.unless_next and any(t.lower() in cue.unless_next for t in following):
+            return None
+        if cue.then and not self.then[cue.then].match(sentence, doc[end - 1].idx + len(doc[end - 1]) - sent.start_char):
             return None
         if cue.behavior == B and doc[start].lower_ in {"wait", "hold", "hang"}:
             tail = sentence[doc[start].idx - sent.start_char :]
