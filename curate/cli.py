@@ -79,7 +79,7 @@ def _tag_rows(tags_dir: Path, rejects_dir: Path, seconds: float) -> list[tuple[s
         ("classifier errors (counts null)", f"{stats.errors if stats else 0:,}"),
         ("rejected", f"{sum(rejects.values()):,}" + (f"  ({', '.join(f'{k}: {v}' for k, v in rejects.items())})" if rejects else "")),
         ("characters", f"{stats.characters if stats else 0:,}"),
-        ("documents/s", f"{read / seconds:,.0f}" if seconds > 0 else "-"),
+        ("documents/s", f"{read / seconds:,.1f}" if seconds > 0 else "-"),
     ]
     if stats:
         rows += [(f"  with {b}", f"{stats.present[b]:,} ({100 * stats.prevalence[b]:.1f} %)") for b in BEHAVIOR_NAMES]

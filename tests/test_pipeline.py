@@ -155,3 +155,20 @@ def test_llm_classifier_points_to_its_own_job(corpus: Path, tmp_path: Path):
     result = runner.invoke(app, ["tag", "--input", str(corpus), "--output", str(tmp_path / "t"), "--classifier", "llm"])
     assert result.exit_code == 2 and "curate tag-llm" in result.output
     assert not (tmp_path / "t" / "llm_v1" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_hugging_face_dataset_input(tmp_path: Path, streaming: bool):
+    """`hf:` goes through datasets.load_dataset; a local dataset folder stands in for a hub repo."""
+    folder = tmp_path / "hub_dataset"
+    folder.mkdir()
+    rows = [{"id": "h1", "text": "Wait, that's wrong."}, {"id": "h2", "text": ""}, {"id": "h3", "text": "It suffices to show x > 0."}]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    tags = tmp_path / "tags"
+    args = ["tag", "--input", f"hf:{folder}", "--output", str(tags)] + (["--streaming"] if streaming else [])
+    invoke(*args)
+    got = {r["id"]: r for p in (tags / "cues_v1").glob("*.parquet") for r in pq.read_table(p).to_pylist()}
+    assert set(got) == {"h1", "h3"}
+    assert got["h1"]["backtracking"] == 1 and got["h3"]["backward_chaining"] == 1
+    rejects = [json.loads(line) for p in (tags / "cues_v1" / "rejects").glob("*.jsonl") for line in p.read_text().splitlines()]
+    assert [r["reason"].split(":")[0] for r in rejects] == ["empty_text"]

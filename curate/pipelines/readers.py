@@ -196,7 +196,7 @@ class HubReader(HuggingFaceDatasetReader):
         text = data.get(self.text_key)
         if not isinstance(text, str) or not text.strip():
             reason = f"missing_text_field: no field {self.text_key!r}" if text is None else "empty_text: no text"
-            return make_reject(reason, source_file, int(id_in_file), json.dumps(data, default=str)[:10_000])
+            return make_reject(reason, f"{source_file}/{id_in_file}", None, json.dumps(data, default=str))
         doc_id = data.get(self.id_key)
         metadata = {k: v for k, v in data.items() if k not in (self.text_key, self.id_key)}
         metadata["source"] = source_file
