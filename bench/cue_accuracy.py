@@ -51,7 +51,7 @@ def main() -> None:
         if args.by_source:
             groups[item["source"].split("/")[0]].append(i)
     print(f"classifier {args.classifier}: {len(items)} labeled items\n")
-    print(f"| subset | behavior | positives | precision | recall | F1 |")
+    print("| subset | behavior | positives | precision | recall | F1 |")
     print("|---|---|---|---|---|---|")
     for group, indices in groups.items():
         for b in BEHAVIOR_NAMES:

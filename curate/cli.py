@@ -35,6 +35,32 @@ ClassifierOption = Annotated[
 ]
 Tasks = Annotated[int, typer.Option(help="datatrove tasks (input files are split among them).", min=1)]
 Workers = Annotated[int, typer.Option(help="Tasks run at the same time.", min=1)]
+ExecutorKind = Annotated[str, typer.Option("--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array).")]
+RayAddress = Annotated[Optional[str], typer.Option(help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")]
+SlurmPartition = Annotated[Optional[str], typer.Option(help="Slurm partition (--executor slurm).")]
+SlurmTime = Annotated[str, typer.Option(help="Slurm time limit per task.")]
+SlurmQos = Annotated[Optional[str], typer.Option(help="Slurm QOS.")]
+SlurmDryRun = Annotated[bool, typer.Option("--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing.")]
+CpusPerTask = Annotated[int, typer.Option(help="CPUs reserved per task (ray, slurm).", min=1)]
+MemPerCpu = Annotated[float, typer.Option("--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm).")]
+GpusPerTask = Annotated[int, typer.Option(help="GPUs reserved per task (ray, slurm).", min=0)]
+
+
+def _executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpus, mem, gpus):
+    from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions
+
+    options = ExecutorOptions(kind=kind, ray_address=ray_address, partition=partition, time=time_limit, qos=qos,
+                              dry_run=dry_run, cpus_per_task=cpus, mem_per_cpu_gb=mem, gpus_per_task=gpus)
+    try:
+        options.validate()
+    except ExecutorConfigError as error:
+        _fail(str(error))
+    return options
+
+
+def _submitted(error) -> None:
+    console.print(f"[yellow]{error}[/]")
+    raise typer.Exit(0)
 
 
 def _fail(message: str) -> None:
@@ -101,22 +127,74 @@ def tag(
     workers: Workers = 1,
     batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
+    model: Annotated[Optional[str], typer.Option(help="--classifier llm/cascade: the model (hub name or local dir).")] = None,
+    backend: Annotated[str, typer.Option(help="--classifier llm/cascade: vllm, endpoint or transformers (as `curate tag-llm`).")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    mode: Annotated[str, typer.Option(help="--classifier llm: per-behavior or joint.")] = "per-behavior",
+    structured: Annotated[bool, typer.Option(help="--classifier llm: ask the server for JSON by schema.")] = False,
+    gate: Annotated[Optional[str], typer.Option(help="--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.")] = None,
+    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    max_doc_tokens: Annotated[int, typer.Option(help="--classifier llm: truncate documents to this many model tokens.", min=16)] = 3072,
+    concurrency: Annotated[Optional[int], typer.Option(help="--classifier llm: requests in flight.", min=1)] = None,
+    server_arg: Annotated[Optional[list[str]], typer.Option(help="--classifier llm: extra server flag KEY=VALUE, repeatable.")] = None,
 ) -> None:
     """Tag a corpus: write one attribute row per document to OUTPUT/<classifier>/ (parquet).
 
-    A rerun skips finished tasks. Examples:
+    `--classifier llm --model M --backend vllm|endpoint|transformers` (or `cascade`) runs `curate tag-llm`.
+
+    A rerun skips finished tasks (also after a kill, and across executors). Examples:
+
+        curate tag --input 'corpus/*.jsonl' --output tags/ --tasks 64 --workers 2
+
+        curate tag --input /shared/corpus --output /shared/tags --tasks 512 --executor ray --ray-address auto
+
+        curate tag --input /shared/corpus --output /shared/tags --tasks 512 --executor slurm --slurm-partition cpu --slurm-dry-run
 
         curate tag --input 'corpus/*.parquet' --text-key text --output tags/ --classifier cues
 
         curate tag --input hf:open-web-math/open-web-math --streaming --limit 100000 --output tags/
+
+        curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --input 'owm/*.parquet' -o tags/
     """
-    from curate.classifiers import UnknownClassifierError
+    from curate.classifiers import UnknownClassifierError, resolve_name
+    from curate.pipelines.executors import JobSubmitted
     from curate.pipelines.tag import TagsMismatchError, run_tagging
 
+    try:
+        resolved, _ = resolve_name(classifier)
+    except UnknownClassifierError as error:
+        _fail(str(error))
+    if resolved.startswith(("llm_", "cascade_")):
+        if not model:
+            _fail(f"--classifier {classifier} needs --model M (and --backend vllm|endpoint|transformers)")
+        if executor != "local":
+            _fail("LLM tagging runs on the local executor (InferenceRunner owns the model server); drop --executor")
+        tag_llm(model=model, input=input, output=output, backend=backend, endpoint_url=endpoint_url, mode=mode,
+                structured=structured, max_doc_tokens=max_doc_tokens, gate=gate or ("cues" if resolved.startswith("cascade_") else None),
+                device=device, concurrency=concurrency, server_arg=server_arg, text_key=text_key, id_key=id_key, split=split,
+                streaming=streaming, tasks=tasks, workers=workers, limit=limit)
+        return
+    if model:
+        _fail("--model applies to --classifier llm or cascade only")
+
     spec = _spec(input, text_key, id_key, split, streaming)
+    runs_on = _executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     started = time.perf_counter()
     try:
-        result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit)
+        result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
+                             executor=runs_on)
+    except JobSubmitted as submitted:
+        _submitted(submitted)
     except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     _summary(f"Tagged → {result.tags_dir}", _tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started))
@@ -147,8 +225,19 @@ def build(
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the built dataset.")] = False,
     decontam: Annotated[Optional[str], typer.Option(help="Remove rows overlapping these benchmarks (as `curate decontam --against`).")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
 ) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
+
+    With --executor slurm each stage is submitted as a job array; rerun the command when it has finished.
 
     Examples:
 
@@ -160,6 +249,7 @@ def build(
     """
     from curate.classifiers import UnknownClassifierError
     from curate.pipelines.build import run_build
+    from curate.pipelines.executors import JobSubmitted
     from curate.pipelines.query import Selection
     from curate.pipelines.tag import TagsMismatchError
 
@@ -180,7 +270,11 @@ def build(
         result = run_build(
             spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
             license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+            executor=_executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                       cpus_per_task, mem_per_cpu_gb, gpus_per_task),
         )
+    except JobSubmitted as submitted:
+        _submitted(submitted)
     except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     seconds = time.perf_counter() - started
@@ -245,6 +339,9 @@ def multihop(
     id_key: Annotated[str, typer.Option(help="Field holding the problem id (becomes each hop's source_id); else file/line.")] = "id",
     split: Split = "train",
     license: Annotated[str, typer.Option(help="License of the source problems, for the dataset card.")] = "mit",
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the source problems before chaining.")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove source problems overlapping these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
 ) -> None:
     """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits.
 
@@ -254,6 +351,10 @@ def multihop(
         curate multihop --input gsm8k/train.jsonl --hops 2-4 --n 5000 --seed 0 --output datasets/multihop
 
         curate multihop --input gsm8k/test.jsonl --hops 3 --n 500 --output datasets/multihop-test
+
+        curate multihop --input gsm8k/train.jsonl --dedup --decontam gsm8k,math500 --benchmarks-dir ../shared/data -o out/
+
+    --dedup/--decontam clean the source problems before chaining, so the three splits stay matched.
     """
     from curate.pipelines.multihop import parse_hop_range, run_multihop
 
@@ -265,7 +366,8 @@ def multihop(
     started = time.perf_counter()
     try:
         result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
-                              tries_per_link=tries_per_link, answer_key=answer_key, license=license)
+                              tries_per_link=tries_per_link, answer_key=answer_key, license=license, dedup=dedup,
+                              decontam=decontam, benchmarks_dir=benchmarks_dir)
     except (FileNotFoundError, ValueError) as error:
         _fail(str(error))
     seconds = time.perf_counter() - started
@@ -278,6 +380,7 @@ def multihop(
         ("links accepted", f"{s.links_accepted:,} / {s.link_proposals:,} ({100 * s.acceptance_rate:.1f} %)"),
         ("links rejected", ", ".join(f"{k}: {v:,}" for k, v in s.link_rejects.most_common()) or "0"),
         ("rows full / half / single", " / ".join(f"{s.rows.get(k, 0):,}" for k in ("full", "half", "single"))),
+        *_cleaning_rows(output, dedup, decontam),
         ("seconds", f"{seconds:,.1f}"),
         ("dataset", str(output / "data")),
         ("card", str(output / "README.md")),
@@ -502,6 +605,16 @@ def priming(
                                                      "lengths and token statistics.")] = None,
     placeholder_for: Annotated[str, typer.Option(help="Variant whose trace length placeholder_cot matches.")] = "all_strategies",
     seed: Annotated[int, typer.Option(help="Seed of problems and phrasing.")] = 0,
+    model: Annotated[Optional[str], typer.Option(help="--writer llm: the teacher model (hub name or local dir).")] = None,
+    backend: Annotated[str, typer.Option(help="--writer llm: vllm, endpoint or transformers.")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    temperature: Annotated[float, typer.Option(help="--writer llm: sampling temperature of the teacher.", min=0)] = 0.7,
+    max_trace_tokens: Annotated[int, typer.Option(help="--writer llm: generation budget per trace.", min=16)] = 2048,
+    concurrency: Annotated[Optional[int], typer.Option(help="--writer llm: requests in flight.", min=1)] = None,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the completion).")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question or completion overlaps these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
 ) -> None:
     """Countdown priming datasets: behavior-controlled traces, checked by a classifier, with SFT and verl columns.
 
@@ -512,6 +625,10 @@ def priming(
         curate priming --variant all --n 1000 --tokenizer Qwen/Qwen2.5-3B --output priming/
 
         curate priming --variant placeholder_cot --tokenizer meta-llama/Llama-3.2-3B --output priming/placeholder
+
+        curate priming --variant backtracking_verification --writer llm --model Qwen/Qwen2.5-72B-Instruct --backend vllm --n 1000 -o priming/bv_llm
+
+        curate priming --variant all_strategies --dedup --decontam gsm8k --benchmarks-dir ../shared/data -o priming/bt
     """
     from curate.pipelines.priming import ALL_VARIANTS, PrimingConfig, PrimingError, run_priming
 
@@ -533,10 +650,12 @@ def priming(
             n_numbers=numbers, number_range=pair(number_range, "number-range"),
             target_range=pair(target_range, "target-range"), integer_division=not fractional_division,
             max_dead_ends=max_dead_ends, tokenizer=tokenizer, placeholder_for=placeholder_for,
+            llm={"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "temperature": temperature,
+                 "max_tokens": max_trace_tokens, "concurrency": concurrency} if writer == "llm" else None,
         )
         target = output / name if len(variants) > 1 else output
         try:
-            result = run_priming(config, target)
+            result = run_priming(config, target, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
         except (PrimingError, ValueError, OSError) as error:
             _fail(str(error))
         splits = result.stats["splits"]
@@ -544,6 +663,7 @@ def priming(
         rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "
                      f"accepted {100 * result.acceptance_rate:.1f} % of {result.attempted:,}, accuracy {accuracy} → {target}"))
         rows += [(f"  rejected: {reason}", f"{count:,}") for reason, count in result.rejected.items()]
+        rows += [(f"  {label}", value) for label, value in _cleaning_rows(target, dedup, decontam)]
     _summary("Priming datasets", rows)
 
 
@@ -633,6 +753,16 @@ def mcqa(
     format: Annotated[str, typer.Option("--format", help="auto | aqua | mmlu_csv | jsonl | arc | alpaca")] = "auto",
     workers: Annotated[int, typer.Option(help="Processes checking answers with math-verify.")] = 1,
     limit: Annotated[int, typer.Option(help="Read at most this many records per input (-1: all).")] = -1,
+    reformulate: Annotated[bool, typer.Option("--reformulate", help="LLM rewrite of each kept stem plus an LLM judge (Big-Math); needs --model.")] = False,
+    model: Annotated[Optional[str], typer.Option(help="--reformulate: the model (hub name or local dir).")] = None,
+    backend: Annotated[str, typer.Option(help="--reformulate: vllm, endpoint or transformers.")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    max_tokens: Annotated[int, typer.Option(help="--reformulate: generation budget per rewrite.", min=16)] = 1024,
+    concurrency: Annotated[Optional[int], typer.Option(help="--reformulate: requests in flight.", min=1)] = None,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the question).")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question overlaps these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
 ) -> None:
     """Convert multiple choice to open-answer questions: keep items whose stem stands without its options and
     whose gold option math-verify grades uniquely; every other item goes to rejects/ with its reason.
@@ -642,18 +772,30 @@ def mcqa(
         curate mcqa --input ../shared/data/aqua/dev.json --output datasets/aqua-open
 
         curate mcqa -i "mmlu/*_test.csv" -i mathqa/test.json --format auto --output datasets/mcqa-open --workers 4
+
+        curate mcqa -i mathqa/test.json --dedup --decontam aqua,mmlu_stem --benchmarks-dir ../shared/data -o out/
+
+        curate mcqa -i aqua/dev.json --reformulate --model Qwen/Qwen2.5-72B-Instruct --backend vllm -o datasets/aqua-open
     """
     from curate.pipelines.mcqa import FormatError, run_mcqa
 
+    if model and not reformulate:
+        _fail("--model applies to --reformulate only")
+    if reformulate and not model:
+        _fail("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
+    llm = {"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "max_tokens": max_tokens,
+           "temperature": 0.0, "concurrency": concurrency} if reformulate else None
     started = time.perf_counter()
     try:
-        result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit)
-    except (FormatError, FileNotFoundError) as error:
+        result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit, dedup=dedup, decontam=decontam,
+                          benchmarks_dir=benchmarks_dir, reformulate=llm)
+    except (FormatError, FileNotFoundError, ValueError) as error:
         _fail(str(error))
     total = result.kept + result.rejected
     rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
     rows += [(f"type: {kind}", f"{n:,}") for kind, n in result.answer_types.items()]
+    rows += _cleaning_rows(output, dedup, decontam)
     rows += [("seconds", f"{time.perf_counter() - started:.1f}"), ("dataset", str(output / "data")),
              ("rejects", str(output / "rejects" / "rejects.jsonl")), ("card", str(output / "README.md"))]
     _summary(f"MCQA → open answer: {output}", rows)
@@ -762,6 +904,318 @@ def eval_gate(
         ("LLM requests saved", pct(report.requests_saved)),
     ]
     _summary(f"Gate {gate} vs {labels}", rows)
+
+
+def _cleaning_rows(output: Path, dedup: bool, decontam: str | None) -> list[tuple[str, str]]:
+    """Summary lines of a builder's --dedup / --decontam, from the reports they leave in OUTPUT/.curate/."""
+    import json
+
+    rows = []
+    if dedup:
+        report = json.loads((output / ".curate" / "dedup.json").read_text())
+        rows.append(("duplicates removed", f"{report['exact_removed']:,} exact, {report['near_removed']:,} near "
+                                           f"(of {report['read']:,})"))
+    if decontam:
+        report = json.loads((output / ".curate" / "decontam.json").read_text())
+        hits = ", ".join(f"{name} {n:,}" for name, n in report["hits"].items()) or "none"
+        rows.append(("contaminated removed", f"{report['removed']:,} of {report['read']:,} ({hits})"))
+    return rows
+
+
+@app.command("cpt")
+def cpt(
+    tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v1).")],
+    texts: Annotated[str, typer.Option(help="The corpus the tags were made from (file, folder, glob or hf:NAME).")],
+    tokens: Annotated[str, typer.Option(help="Token budget of each set, e.g. 8.3M.")],
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer (path or hub name) that counts and packs the tokens.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder: enriched/, minimized/, exports/.")],
+    behaviors: Annotated[str, typer.Option(help="Chosen behaviors (comma-separated).")] = ",".join(BEHAVIOR_NAMES),
+    min_behaviors: Annotated[int, typer.Option("--min-behaviors", "-k", help="Enriched: at least k chosen behaviors.", min=1)] = 1,
+    min_count: Annotated[int, typer.Option(help="A behavior counts as shown from this many instances.", min=1)] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
+    tolerance: Annotated[float, typer.Option(help="Allowed relative gap of each token total to the budget.")] = 0.01,
+    length_bins: Annotated[int, typer.Option(help="Length strata for matching the two length distributions.", min=1)] = 10,
+    domain_key: Annotated[Optional[str], typer.Option(help="Tag column or corpus field to match the domain mix on "
+                                                      "(default: a `domain` tag column where there is one).")] = None,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and near duplicates from the candidates first.")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove candidates overlapping these benchmarks.")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    rewrite: Annotated[bool, typer.Option("--rewrite", help="Rewrite both sets as question / thoughts / answer.")] = False,
+    model: Annotated[Optional[str], typer.Option(help="--rewrite: the model (path or name).")] = None,
+    backend: Annotated[str, typer.Option(help="--rewrite: vllm, endpoint or transformers.")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY.")] = None,
+    max_doc_tokens: Annotated[int, typer.Option(help="--rewrite: documents cut to this many model tokens.", min=16)] = 3072,
+    max_new_tokens: Annotated[int, typer.Option(help="--rewrite: generation limit per document.", min=1)] = 4096,
+    tp: Annotated[int, typer.Option(help="--backend vllm: tensor parallel size.", min=1)] = 1,
+    dp: Annotated[int, typer.Option(help="--backend vllm: data parallel size.", min=1)] = 1,
+    concurrency: Annotated[Optional[int], typer.Option(help="--rewrite: requests in flight.", min=1)] = None,
+    pack_length: Annotated[int, typer.Option(help="Tokens per packed sequence.", min=2)] = 4096,
+    pack_format: Annotated[str, typer.Option(help="Packed sequences as parquet or memmap (tokens.bin).")] = "parquet",
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    license: Annotated[str, typer.Option(help="License of the source text, for the cards.")] = "other",
+) -> None:
+    """Build behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports.
+
+    Examples:
+
+        curate cpt --tags tags/cues_v1 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
+
+        curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
+            --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
+    """
+    import shlex
+    import sys
+
+    from curate.pipelines.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
+
+    try:
+        chosen = parse_behavior_list(behaviors)
+        if not chosen:
+            raise UnknownBehaviorError("--behaviors is empty")
+        selection = CPTSelection(behaviors=chosen, min_behaviors=min_behaviors, min_count=min_count, seed=seed)
+        if rewrite and not model:
+            raise CPTError("--rewrite needs --model")
+    except (UnknownBehaviorError, CPTError) as error:
+        _fail(str(error))
+    spec = _spec(texts, text_key, id_key, split, streaming)
+    options = RewriteOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
+                             max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
+    try:
+        result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
+                         domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+                         rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
+                         license=license, command=shlex.join(sys.argv))
+    except (CPTError, FileNotFoundError, RuntimeError, ValueError) as error:
+        _fail(str(error))
+    report = result.report
+    rows = [
+        ("budget", f"{report.budget:,} tokens (± {100 * report.tolerance:g} %)"),
+        ("enriched", f"{report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens"),
+        ("minimized", f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens"),
+        ("length KS statistic", f"{report.ks_statistic:.4f}"),
+        ("candidates", f"{result.pools.get('enriched', 0):,} enriched / {result.pools.get('minimized', 0):,} minimized"),
+    ]
+    if result.rewrite:
+        for variant in ("enriched", "minimized"):
+            dropped = result.rewrite.dropped[variant]
+            rows.append((f"{variant} rewritten", f"{result.rewrite.kept[variant]:,} kept, {sum(dropped.values()):,} dropped "
+                                                 f"({', '.join(f'{k}: {v}' for k, v in dropped.items()) or 'none'})"))
+    if result.rejects:
+        rows.append(("rejected records", ", ".join(f"{k}: {v:,}" for k, v in result.rejects.items())))
+    rows += [("cards", f"{output}/enriched/README.md, {output}/minimized/README.md"), ("exports", str(output / "exports"))]
+    _summary(f"CPT corpora → {output}", rows)
+
+
+def _sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system, device,
+                      concurrency, tp, dp, server_arg):
+    from curate.pipelines.passrate import SamplingOptions
+
+    server_args = {}
+    for item in server_arg or []:
+        key, sep, value = item.partition("=")
+        server_args[key.strip().lstrip("-")] = value if sep else True
+    return SamplingOptions(model=model, k=k, backend=backend, endpoint_url=endpoint_url, temperature=temperature,
+                           top_p=top_p, max_tokens=max_tokens, instruction=instruction, system=system, device=device,
+                           concurrency=concurrency, tp=tp, dp=dp, server_args=server_args)
+
+
+BackendOption = Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")]
+EndpointOption = Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")]
+ServerArgOption = Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable.")]
+
+
+@app.command("filter-passrate")
+def filter_passrate(
+    dataset: Annotated[Path, typer.Option(help="Built dataset with RL columns (question, data_source, ground truth).")],
+    model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Filtered dataset (OUTPUT/data), samples (OUTPUT/rates).")],
+    k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 8,
+    band: Annotated[str, typer.Option(help="LOW,HIGH: keep prompts whose pass rate is strictly inside.")] = "0,1",
+    backend: BackendOption = "transformers",
+    endpoint_url: EndpointOption = None,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.", min=0)] = 1.0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling.")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(help="Generation budget per sample.", min=1)] = 1024,
+    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System message before every prompt.")] = None,
+    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)] = None,
+    tp: Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)] = 1,
+    dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
+    server_arg: ServerArgOption = None,
+    limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+) -> None:
+    """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
+
+    Rerunning with another --band reuses the samples. Examples:
+
+        curate filter-passrate --dataset datasets/math --model Qwen/Qwen2.5-1.5B-Instruct --backend vllm --k 8 --band 0,1 -o datasets/math-pr
+
+        curate filter-passrate --dataset datasets/math --model Qwen/Qwen2.5-1.5B-Instruct --k 8 --band 0.1,0.9 -o datasets/math-pr
+    """
+    from curate.pipelines.passrate import PassRateError, parse_band, run_passrate_filter
+
+    try:
+        options = _sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
+                                    device, concurrency, tp, dp, server_arg)
+        result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers)
+    except (PassRateError, RuntimeError) as error:
+        _fail(str(error))
+    sampling = result.sampling
+    rows = [(f"kept ({split})", f"{n:,}") for split, n in sorted(result.kept.items())]
+    rows += [(f"dropped: {reason}", f"{n:,}") for reason, n in result.rejected.most_common()]
+    rows += [(f"prompts with {c}/{result.k} correct", f"{n:,}") for c, n in sorted(result.histogram.items())]
+    rows += [("samples", f"{sampling.samples:,} ({sampling.completion_tokens:,} tokens, {sampling.seconds:.0f} s)"),
+             ("data", str(output / "data")), ("rejects", str(output / "rejects"))]
+    _summary(f"Pass rate of {model} in ({band}) → {output}", rows)
+
+
+@app.command("audit-policy")
+def audit_policy(
+    model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Report, samples and prompts.")] = Path("policy-audit"),
+    task: Annotated[Optional[str], typer.Option(help="Generated task: countdown (default unless --dataset).")] = None,
+    dataset: Annotated[Optional[Path], typer.Option(help="Prompts from a built dataset with RL columns instead of a task.")] = None,
+    n: Annotated[int, typer.Option(help="Prompts.", min=1)] = 200,
+    k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the generated task prompts.")] = 0,
+    classifier: ClassifierOption = "cues",
+    backend: BackendOption = "transformers",
+    endpoint_url: EndpointOption = None,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.", min=0)] = 1.0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling.")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(help="Generation budget per sample.", min=1)] = 1024,
+    system: Annotated[Optional[str], typer.Option(help="System message before every prompt.")] = None,
+    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)] = None,
+    tp: Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)] = 1,
+    dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
+    server_arg: ServerArgOption = None,
+) -> None:
+    """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy.
+
+    Run it before RL: a model whose outputs never verify or backtrack needs priming first. Examples:
+
+        curate audit-policy --model Qwen/Qwen2.5-3B --task countdown --n 200 --backend vllm
+
+        curate audit-policy --model Qwen/Qwen2.5-1.5B-Instruct --dataset datasets/math --n 100 --k 4 --device cpu
+    """
+    from curate.pipelines.passrate import PassRateError
+    from curate.pipelines.policy_audit import PolicyAuditError, run_policy_audit
+
+    try:
+        options = _sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system, device,
+                                    concurrency, tp, dp, server_arg)
+        result = run_policy_audit(output, options, task=task or (None if dataset else "countdown"), dataset=dataset, n=n,
+                                  seed=seed, classifier=classifier)
+    except (PolicyAuditError, PassRateError, RuntimeError) as error:
+        _fail(str(error))
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    rows = [("samples / prompts", f"{result.samples:,} / {result.prompts:,}"),
+            ("accuracy", f"{pct(result.accuracy)} ({result.correct:,} / {result.scored:,} scored)"),
+            ("cut at the token limit / empty / request errors", f"{result.truncated:,} / {result.empty:,} / {result.request_errors:,}"),
+            ("samples without behavior labels", f"{result.unlabelled:,}")]
+    rows += [(f"{b}", f"{pct(r.rate)} of outputs; accuracy {pct(r.accuracy_with)} with, {pct(r.accuracy_without)} without")
+             for b, r in result.behaviors.items()]
+    rows.append(("report", str(output / "README.md")))
+    _summary(f"Behavior audit of {model} on {result.task} ({result.classifier})", rows)
+
+
+@app.command("handoff")
+def handoff(
+    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/<split>-*.parquet).")],
+    trainer: Annotated[str, typer.Option(help="verl | trl")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Kit directory: exports, config/scripts, README.md.")],
+    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System message before every prompt.")] = None,
+) -> None:
+    """Write what to run next: verl (config fragment + run_verl.sh) or TRL (train_sft.py / train_grpo.py), with the export.
+
+    Examples:
+
+        curate handoff datasets/math-pr --trainer verl --output kits/math-verl && MODEL=Qwen/Qwen2.5-3B kits/math-verl/run_verl.sh
+
+        curate handoff datasets/priming --trainer trl --output kits/priming && python kits/priming/train_sft.py --model Qwen/Qwen2.5-0.5B
+    """
+    from curate.pipelines.handoff import HandoffError, run_handoff
+
+    try:
+        result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
+    except HandoffError as error:
+        _fail(str(error))
+    rows = [(f"{part} rows ({split})", f"{n:,}") for part, export in result.exports.items() for split, n in sorted(export.rows.items())]
+    rows += [(f"reward {name}", f"{n:,} rows") for name, n in sorted(result.data_sources.items())]
+    rows += [(f"skipped {part}", why) for part, why in result.skipped.items()]
+    rows += [("wrote", ", ".join(p.name for p in result.files))]
+    _summary(f"{trainer} launch kit → {output}", rows)
+
+
+@app.command("distill")
+def distill(
+    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v1 or tags/llm_v1).")],
+    texts: Annotated[str, typer.Option(help="The corpus those tags were made from (file, directory, glob or hf:NAME).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
+    embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
+    max_chunks: Annotated[int, typer.Option(help="Token windows embedded per long document, spread over it.", min=1)] = 8,
+    validation: Annotated[float, typer.Option(help="Share of documents for choosing thresholds.", min=0.05, max=0.45)] = 0.15,
+    test: Annotated[float, typer.Option(help="Share of documents held out for the report.", min=0.05, max=0.45)] = 0.15,
+    min_positives: Annotated[int, typer.Option(help="Fewer positive (or negative) training labels: no head, and a warning.", min=1)] = 5,
+    regularization: Annotated[float, typer.Option(help="Inverse L2 strength C of the logistic-regression heads.", min=1e-6)] = 1.0,
+    seed: Annotated[int, typer.Option(help="Seed of the train/validation/test split.")] = 0,
+    limit: Annotated[int, typer.Option(help="Use at most this many labelled documents (-1: all).")] = -1,
+    batch_size: Annotated[int, typer.Option(help="Text windows per embedding batch.", min=1)] = 64,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+) -> None:
+    """Distil a classifier's labels into heads on sentence embeddings (`distilled_v1`), for tagging at corpus scale on CPU.
+
+    Examples:
+
+        curate tag --input corpus/ --classifier cues --output tags
+        curate distill --labels tags/cues_v1 --texts corpus/ --output models/distilled-cues
+        curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
+        curate tag-llm --gate distilled:models/distilled-cues ...   (the heads as the cascade's gate)
+    """
+    from curate.pipelines.distill import DistillError, train_distilled
+
+    spec = _spec(texts, text_key, id_key, split, streaming)
+    try:
+        report = train_distilled(
+            labels, spec, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
+            min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
+        )
+    except (DistillError, FileNotFoundError) as error:
+        _fail(str(error))
+    table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
+    for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
+        table.add_column(column, justify="left" if column == "behavior" else "right")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    for r in report.behaviors:
+        c = r.label_counts
+        table.add_row(
+            r.behavior, f"{c['train']['positive']}/{c['train']['negative']}", f"{c['test']['positive']}/{c['test']['negative']}",
+            fmt(r.threshold), fmt(r.precision), fmt(r.recall), fmt(r.f1), fmt(r.auc),
+            "-" if r.accuracy is None else f"{r.accuracy:.3f} ({r.majority_accuracy:.3f})",
+        )
+    console.print(table)
+    _summary("Run", [
+        ("documents used", f"{report.documents:,}"),
+        ("labelled ids without a text", f"{report.unmatched_ids:,}"),
+        ("rejected records skipped", f"{report.skipped_rejects:,}"),
+        ("embedding model", report.embedding_model),
+        ("seconds", f"{report.seconds:.1f}"),
+    ])
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
 
 
 @app.command("classifiers")

@@ -14,14 +14,30 @@ from prefect.exceptions import ParameterTypeError
 from prefect.testing.utilities import prefect_test_harness
 
 from curate.cli import SAMPLE_CORPUS
+from curate.data_cards.cards import check_card
 from curate.flows.build import build_flow
 from curate.flows.curate_pipeline import curate_pipeline
 from curate.flows.deployments import load_deployments, load_flow
+from curate.flows.export import export_flow
+from curate.flows.mcqa import mcqa_flow
+from curate.flows.multihop import multihop_flow
+from curate.flows.priming import priming_flow
 from curate.flows.publish import PublishParameters, publish_flow, push
 from curate.flows.tag import tag_flow
+from curate.pipelines.publish import validate_dataset
 from tests.test_publish import TOKEN, StandInHub, make_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
+GSM8K_LINE = ('{"question": "Tom has 3 boxes of 4 apples. How many apples?", '
+              '"answer": "3 boxes of 4 is 3*4=<<3*4=12>>12.\\n#### 12"}\n')
+MCQA_LINE = '{"question": "What is 2 + 3?", "choices": ["4", "5", "6", "7"], "answer": "B"}\n'
+
+
+def assert_publishable(directory: Path) -> None:
+    """The card loads and carries the required metadata, and the dataset loads as the Hub would read it."""
+    card = check_card(directory / "README.md")
+    assert card.data.license and card.data.configs
+    assert validate_dataset(directory).files
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,12 +56,15 @@ def corpus(tmp_path) -> Path:
     return tmp_path / "corpus"
 
 
-def task_states(flow_state) -> dict[str, str]:
+def task_runs(flow_state) -> list:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_state.state_details.flow_run_id])))
-    return {run.task_key.rsplit("-", 1)[0]: run.state.name for run in runs}
+        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_state.state_details.flow_run_id])))
+
+
+def task_states(flow_state) -> dict[str, str]:
+    return {run.task_key.rsplit("-", 1)[0]: run.state.name for run in task_runs(flow_state)}
 
 
 def test_tag_flow_tags_the_corpus_and_a_rerun_is_served_from_cache(corpus, tmp_path):
@@ -121,10 +140,16 @@ def test_curate_pipeline_runs_end_to_end_on_the_sample_corpus(corpus, tmp_path, 
     with StandInHub() as hub:
         result = curate_pipeline(params={
             "input": str(corpus / "*.jsonl"), "output": str(tmp_path / "ds"), "behaviors": "backtracking,verification",
-            "license": "apache-2.0", "repo_id": "my-org/pipeline", "endpoint": hub.endpoint,
+            "license": "apache-2.0", "repo_id": "my-org/pipeline", "endpoint": hub.endpoint, "export_to": "cpt",
         })
     assert result["tag"]["documents"] > 0
     assert result["build"]["selected"] > 0
+    exported = pq.read_table(tmp_path / "ds-cpt" / "data")
+    assert sum(result["export"]["rows"].values()) == result["build"]["selected"]
+    assert exported.column_names == ["text", "id"]
+    assert sorted(exported["id"].to_pylist()) == sorted(pq.read_table(tmp_path / "ds" / "data")["id"].to_pylist())
+    for directory in (tmp_path / "ds", tmp_path / "ds-cpt"):
+        assert_publishable(directory)
     stored = hub.repos["my-org/pipeline"]
     assert "README.md" in stored and any(p.startswith("data/") and p.endswith(".parquet") for p in stored)
     assert not any(p.startswith(("tags/", ".curate/")) for p in stored)
@@ -164,9 +189,15 @@ def test_every_deployment_parses_and_points_at_a_flow_that_exists(tmp_path, monk
     from prefect.flows import Flow
 
     specs = load_deployments(ROOT / "prefect.yaml")
-    assert {"nightly-tag", "weekly-rebuild-publish"} <= {s.name for s in specs}
+    assert {"nightly-tag", "weekly-rebuild-publish", "weekly-priming", "weekly-multihop", "mcqa",
+            "export-verl"} <= {s.name for s in specs}
     # Parameters name paths relative to the project; validate them where such a project exists.
     shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    (tmp_path / "problems" / "gsm8k").mkdir(parents=True)
+    (tmp_path / "problems" / "gsm8k" / "train.jsonl").write_text(GSM8K_LINE)
+    (tmp_path / "problems" / "mcqa").mkdir()
+    (tmp_path / "problems" / "mcqa" / "items.jsonl").write_text(MCQA_LINE)
+    make_dataset(tmp_path / "datasets" / "multihop")
     monkeypatch.chdir(tmp_path)
     for spec in specs:
         loaded = load_flow(spec, ROOT)
@@ -176,3 +207,76 @@ def test_every_deployment_parses_and_points_at_a_flow_that_exists(tmp_path, monk
             CronSchedule(cron=cron, timezone=spec.timezone)
         assert spec.work_pool == "curate-local"
     assert any(s.crons == ["0 2 * * *"] for s in specs) and any(s.crons == ["0 4 * * 0"] for s in specs)
+
+
+def test_priming_flow_builds_each_variant_with_a_valid_card_and_caches_them(tmp_path):
+    params = {"variants": "only_backtracking,empty_cot", "output": str(tmp_path / "priming"), "n": 6, "test_n": 2}
+    state = priming_flow(params=params, return_state=True)
+    summaries = state.result()
+    assert [s["variant"] for s in summaries] == ["only_backtracking", "empty_cot"]
+    for summary in summaries:
+        directory = Path(summary["output"])
+        assert directory == tmp_path / "priming" / summary["variant"]
+        splits = {s: pq.read_table(directory / "data" / f"{s}-00000.parquet") for s in ("train", "test")}
+        assert {s: t.num_rows for s, t in splits.items()} == summary["rows"] == {"train": 6, "test": 2}
+        assert set(splits["train"]["variant"].to_pylist()) == {summary["variant"]}
+        assert_publishable(directory)
+    assert [run.state.name for run in task_runs(state)] == ["Completed", "Completed"]
+
+    again = priming_flow(params=params, return_state=True)
+    assert again.result() == summaries and [run.state.name for run in task_runs(again)] == ["Cached", "Cached"]
+
+
+def test_mcqa_multihop_and_export_flows_on_real_data(shared_data, tmp_path):
+    mcqa = mcqa_flow(params={"inputs": [str(shared_data / "aqua" / "dev.json")], "output": str(tmp_path / "mcqa"),
+                             "limit": 40})
+    rows = pq.read_table(tmp_path / "mcqa" / "data").to_pylist()
+    rejects = (tmp_path / "mcqa" / "rejects" / "rejects.jsonl").read_text().splitlines()
+    assert mcqa["kept"] == len(rows) > 0 and mcqa["rejected"] == len(rejects) and len(rows) + len(rejects) == 40
+    assert all(row["answer"] and row["data_source"] for row in rows)
+    assert_publishable(tmp_path / "mcqa")
+
+    multihop = multihop_flow(params={"input": str(shared_data / "gsm8k" / "test.jsonl"),
+                                     "output": str(tmp_path / "multihop"), "n": 5, "hops": "2-3"})
+    full = pq.read_table(tmp_path / "multihop" / "data" / "full-00000.parquet").to_pylist()
+    assert multihop["rows"]["full"] == len(full) == 5 and all(2 <= row["n_hops"] <= 3 for row in full)
+    assert_publishable(tmp_path / "multihop")
+
+    export = export_flow(params={"dataset": str(tmp_path / "multihop"), "to": "verl", "output": str(tmp_path / "verl")})
+    assert export["rows"] == multihop["rows"] and not export["rejected"]
+    verl = pq.read_table(tmp_path / "verl" / "data" / "full-00000.parquet").to_pylist()
+    assert [r["reward_model"]["ground_truth"] for r in verl] == [r["answer"] for r in full]
+    assert_publishable(tmp_path / "verl")
+    assert check_card(tmp_path / "verl" / "README.md").data.license == "mit"  # the source's license carries over
+
+
+def test_new_flows_reject_invalid_parameters_before_the_run(corpus, tmp_path):
+    with pytest.raises(ParameterTypeError, match="unknown variant"):
+        priming_flow(params={"variants": "nope", "output": str(tmp_path / "p")})
+    with pytest.raises(ParameterTypeError, match="tokenizer"):
+        priming_flow(params={"variants": "placeholder_cot", "output": str(tmp_path / "p")})
+    with pytest.raises(ParameterTypeError, match="does not exist"):
+        mcqa_flow(params={"inputs": [str(tmp_path / "missing.json")], "output": str(tmp_path / "m")})
+    with pytest.raises(ParameterTypeError, match="unknown format"):
+        mcqa_flow(params={"inputs": [str(corpus)], "output": str(tmp_path / "m"), "format": "xml"})
+    with pytest.raises(ParameterTypeError, match="hops"):
+        multihop_flow(params={"input": str(corpus), "output": str(tmp_path / "h"), "hops": "1"})
+    with pytest.raises(ParameterTypeError, match="unknown target"):
+        export_flow(params={"dataset": str(corpus), "to": "nemo", "output": str(tmp_path / "e")})
+    with pytest.raises(ParameterTypeError, match="no parquet files"):
+        export_flow(params={"dataset": str(corpus), "to": "verl", "output": str(tmp_path / "e")})
+    with pytest.raises(ParameterTypeError, match="needs export_to"):
+        curate_pipeline(params={"input": str(corpus), "output": str(tmp_path / "ds"), "behaviors": "backtracking",
+                                "repo_id": "my-org/x", "publish": "export"})
+    assert not any((tmp_path / name).exists() for name in ("p", "m", "h", "e", "ds"))
+
+
+def test_pipeline_can_publish_the_export_as_a_dry_run(corpus, tmp_path):
+    result = curate_pipeline(params={
+        "input": str(corpus / "*.jsonl"), "output": str(tmp_path / "ds"), "behaviors": "backtracking",
+        "export_to": "cpt", "export_output": str(tmp_path / "cpt"), "repo_id": "my-org/cpt", "publish": "export",
+        "dry_run": True,
+    })
+    listed = [f["path_in_repo"] for f in result["publish"]["files"]]
+    assert result["publish"]["dry_run"] is True and listed[0] == "README.md"
+    assert {p for p in listed if p.startswith("data/")} == {f"data/{Path(f).name}" for f in result["export"]["files"]}

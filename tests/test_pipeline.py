@@ -151,10 +151,15 @@ def test_multiple_tasks_and_workers_cover_every_document(corpus: Path, tmp_path:
     assert sorted(ids) == sorted(d for d, _ in DOCS)
 
 
-def test_llm_classifier_points_to_its_own_job(corpus: Path, tmp_path: Path):
+def test_llm_classifier_needs_a_model_and_runs_through_its_own_job(corpus: Path, tmp_path: Path):
     result = runner.invoke(app, ["tag", "--input", str(corpus), "--output", str(tmp_path / "t"), "--classifier", "llm"])
-    assert result.exit_code == 2 and "curate tag-llm" in result.output
+    assert result.exit_code == 2 and "--model" in result.output
     assert not (tmp_path / "t" / "llm_v1" / "manifest.json").exists()
+    from curate.pipelines.readers import InputSpec
+    from curate.pipelines.tag import run_tagging
+
+    with pytest.raises(ValueError, match="tag-llm"):
+        run_tagging(InputSpec(path=str(corpus)), tmp_path / "t", "llm")
 
 
 @pytest.mark.parametrize("streaming", [False, True])

@@ -76,4 +76,4 @@ def get_classifier(spec: str, **options) -> Classifier:
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators.
-    from curate.classifiers import cascade, cues, llm  # noqa: F401
+    from curate.classifiers import cascade, cues, distilled, llm  # noqa: F401

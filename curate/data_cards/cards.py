@@ -1,7 +1,14 @@
-"""Dataset cards generated from measured statistics with huggingface_hub's card machinery."""
+"""Dataset cards generated from measured statistics with huggingface_hub's card machinery.
+
+One template family for every builder: templates/dataset.md lays out the header, parameters and the
+command that reproduces the set, the builder's own measured sections, plots, fields, loading and
+limitations. `render_card` fills it; `save_card` checks the result the way the Hub will read it
+(DatasetCard.load and the required metadata) before it replaces README.md.
+"""
 
 from __future__ import annotations
 
+import os
 import shlex
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +30,8 @@ LIMITATIONS = (
 
 def size_category(n: int) -> str:
     for limit, name in [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                        (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]:
+                        (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
+                        (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]:
         if n < limit:
             return name
     return "n>1T"
@@ -68,6 +76,81 @@ def reproduce_command(parameters: dict) -> str:
     return shlex.join(parts)
 
 
+# The Hub's size_categories values.
+SIZE_CATEGORIES = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B", "1B<n<10B",
+                   "10B<n<100B", "100B<n<1T", "n>1T")
+REQUIRED_METADATA = ("license", "task_categories", "size_categories", "configs")
+
+BEHAVIOR_FIELDS = [
+    ("`id`", "string", "document id from the source (or source path + position when it had none)"),
+    ("`text`", "string", "the document, unchanged"),
+    ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32, nullable",
+     "how many sentences show the behavior; null = could not be determined"),
+    ("`evidence`", "list of {behavior, start, end}", "character spans of the cues found"),
+    ("`classifier`", "string", "versioned classifier that produced the counts"),
+    ("`n_chars`", "int64", "length of `text` in characters"),
+    ("`source`", "string", "file or dataset the document came from"),
+]
+
+
+class InvalidCardError(ValueError):
+    pass
+
+
+def render_card(
+    card_data: DatasetCardData, *, summary: str, method: str, parameters: list[tuple[str, object]], command: str,
+    sections: list[tuple[str, str]], fields: list[tuple[str, str, str]], load: str, limitations: str,
+    plots: list[tuple[str, str]] = (),
+) -> DatasetCard:
+    """The family template filled in; `sections` are (title, markdown) measured by the builder."""
+    return DatasetCard.from_template(
+        card_data,
+        template_path=str(TEMPLATES / "dataset.md"),
+        pretty_name=card_data.pretty_name,
+        summary=summary,
+        curate_version=curate.__version__,
+        built_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        method=method,
+        parameters=parameters,
+        command=command,
+        sections=sections,
+        plots=list(plots),
+        fields=fields,
+        load=load,
+        limitations=limitations,
+    )
+
+
+def check_card(path: str | Path) -> DatasetCard:
+    """Loads a card as the Hub does and checks the metadata every curate dataset must carry."""
+    try:
+        card = DatasetCard.load(Path(path))
+    except Exception as error:  # a malformed header raises ValueError or a yaml error
+        raise InvalidCardError(f"{path}: invalid card metadata: {error}") from error
+    metadata = card.data.to_dict()
+    missing = [key for key in REQUIRED_METADATA if not metadata.get(key)]
+    if missing:
+        raise InvalidCardError(f"{path}: card metadata lacks {', '.join(missing)}")
+    unknown = [c for c in metadata["size_categories"] if c not in SIZE_CATEGORIES]
+    if unknown:
+        raise InvalidCardError(f"{path}: unknown size_categories {unknown}")
+    return card
+
+
+def save_card(card: DatasetCard, output: str | Path) -> Path:
+    """Writes OUTPUT/README.md whole, and only once the card checks out."""
+    path = Path(output) / "README.md"
+    partial = path.with_name(path.name + ".partial")
+    card.save(partial)
+    try:
+        check_card(partial)
+    except InvalidCardError:
+        partial.unlink()
+        raise
+    os.replace(partial, path)
+    return path
+
+
 def write_behavior_card(
     output: Path, parameters: dict, corpus_stats: list, dataset_stats: list, rejects: dict[str, int],
     license: str = "other", extra: dict | None = None,
@@ -84,32 +167,29 @@ def write_behavior_card(
         tags=["reasoning", "cognitive-behaviors", "curate", *([b for b in behaviors] if isinstance(behaviors, list) else [])],
         configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}],
     )
-    plot = None
+    plots = []
     if corpus_stats:
         plot_prevalence(corpus_stats, output / "prevalence.png")
-        plot = "prevalence.png"
+        plots.append(("prevalence and co-occurrence", "prevalence.png"))
     selection_rows = [("input", parameters["input"]), ("text key", parameters["text_key"]),
                       ("classifier", parameters["classifier"])]
     selection_rows += [(k.replace("_", " "), v) for k, v in parameters["selection"].items()]
     selection_rows += list((extra or {}).items())
-    card = DatasetCard.from_template(
+    card = render_card(
         card_data,
-        template_path=str(TEMPLATES / "behavior_dataset.md"),
-        pretty_name=card_data.pretty_name,
         summary=f"{selected:,} documents that show {wanted}"
         + ("" if behaviors == "none" else f" (each at least {parameters['selection']['min_count']} time(s))") + ".",
-        curate_version=curate.__version__,
-        built_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        classifier=parameters["classifier"],
-        selection_rows=selection_rows,
+        method=f"Documents were tagged with the behavior classifier `{parameters['classifier']}`, selected with a "
+               "DuckDB query over the attribute shards, and written with their text and attributes.",
+        parameters=selection_rows,
         command=reproduce_command(parameters),
-        dataset_table=stats_table(dataset_stats),
-        corpus_table=stats_table(corpus_stats),
-        rejects_table=rejects_table(rejects),
-        plot=plot,
+        sections=[("Behaviors in this dataset", stats_table(dataset_stats)),
+                  ("Behaviors in the tagged source corpus", stats_table(corpus_stats)),
+                  ("Records that could not be read", rejects_table(rejects))],
+        plots=plots,
+        fields=BEHAVIOR_FIELDS,
+        load='from datasets import load_dataset\nds = load_dataset("parquet", data_dir="data", split="train")',
         limitations=LIMITATIONS,
     )
-    tmp = output / "README.md.partial"
-    card.save(tmp)
-    tmp.replace(output / "README.md")
+    save_card(card, output)
     return card

@@ -46,15 +46,7 @@ class InputParameters(BaseModel):
 
     @model_validator(mode="after")
     def _input_exists(self):
-        spec = self.spec()
-        if spec.is_hub:
-            return self
-        try:
-            folder, pattern = spec.folder_and_pattern()
-        except FileNotFoundError as error:  # pydantic reports ValueErrors as validation errors
-            raise ValueError(str(error)) from None
-        if pattern and globlib.has_magic(pattern) and not any(Path(folder).glob(pattern)):
-            raise ValueError(f"input {self.input!r} matches no file")
+        check_input(self.spec())
         return self
 
     @property
@@ -74,13 +66,32 @@ class InputParameters(BaseModel):
                          config=self.config, streaming=self.streaming)
 
 
-def input_files_signature(parameters: InputParameters) -> list:
-    """Name, size and mtime of every local input file: an edited corpus gets a new cache key."""
-    if parameters.reads_remote:
+def check_input(spec) -> None:
+    """Raises ValueError (a pydantic validation error) when a local InputSpec names no file."""
+    if spec.is_hub:
+        return
+    try:
+        folder, pattern = spec.folder_and_pattern()
+    except FileNotFoundError as error:
+        raise ValueError(str(error)) from None
+    if pattern and globlib.has_magic(pattern) and not any(Path(folder).glob(pattern)):
+        raise ValueError(f"input {spec.path!r} matches no file")
+
+
+def files_signature(paths) -> list:
+    """Name, size and mtime of every file: an edited input gets a new cache key."""
+    return sorted([str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in map(Path, paths) if p.is_file())
+
+
+def spec_files_signature(spec) -> list:
+    if spec.is_hub:
         return []
-    folder, pattern = parameters.spec().folder_and_pattern()
-    paths = Path(folder).glob(pattern) if pattern else Path(folder).rglob("*")
-    return sorted([str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in paths if p.is_file())
+    folder, pattern = spec.folder_and_pattern()
+    return files_signature(Path(folder).glob(pattern) if pattern else Path(folder).rglob("*"))
+
+
+def input_files_signature(parameters: InputParameters) -> list:
+    return spec_files_signature(parameters.spec())
 
 
 def cache_key(job: str, parameters: BaseModel, *extra) -> str:

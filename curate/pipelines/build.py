@@ -14,8 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from datatrove.executor import LocalPipelineExecutor
-
+from curate.pipelines.executors import ExecutorOptions, run_pipeline
 from curate.pipelines.query import Selection, behavior_stats, count_rejects, parquet_files, select_ids
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import DatasetWriter, KeepSelected, SplitRejects
@@ -47,12 +46,14 @@ def run_build(
     dedup: bool = False,
     decontam: str | None = None,
     benchmarks_dir: str | Path | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> BuildResult:
     from curate.data_cards.cards import write_behavior_card
 
     output = Path(output)
     tags_root = Path(tags_root) if tags_root else output / "tags"
-    tagged = run_tagging(spec, tags_root, classifier, tasks=tasks, workers=workers, batch_size=batch_size, progress=progress)
+    tagged = run_tagging(spec, tags_root, classifier, tasks=tasks, workers=workers, batch_size=batch_size, progress=progress,
+                          executor=executor)
 
     state = output / STATE
     parameters = {
@@ -78,9 +79,7 @@ def run_build(
         KeepSelected(str(selection_path)),
         DatasetWriter(str(output / "data")),
     ]
-    LocalPipelineExecutor(
-        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(state / "logs"), skip_completed=True
-    ).run()
+    run_pipeline(pipeline, executor, tasks, workers, state / "logs", job_name="curate-build")
 
     corpus_stats = behavior_stats(tagged.tags_dir)
     dataset_stats = behavior_stats(output / "data") if parquet_files(output / "data") else []

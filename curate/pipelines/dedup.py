@@ -140,6 +140,7 @@ class RowWriter(AtomicOutput, ParquetWriter):
             output_filename="${" + SPLIT + "}-${rank}.parquet",
             adapter=lambda _writer, document: document.metadata[ROW],
             schema=schema,
+            max_file_size=-1,  # rotation would prefix "000_" and break the SPLIT-*.parquet naming
         )
 
 

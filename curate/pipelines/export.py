@@ -2,7 +2,8 @@
 
 Input: a dataset directory in the builders' layout (DATASET/data/<split>-*.parquet; the split is the
 file-name prefix) or a parquet file / folder of parquet files. Rows need `id`, `question`, and, per
-target, `answer` / `ground_truth` (the reward's ground truth; `ground_truth` wins when both exist),
+target, `answer` / `ground_truth` (the reward's ground truth; `ground_truth` wins, then a verl-style
+`reward_model.ground_truth`, then `answer`),
 `data_source` (a registered reward), a completion (`completion`, `response`, `trace`, `output` or
 `solution`) or `text`.
 
@@ -74,8 +75,32 @@ def input_files(dataset: Path) -> list[tuple[str, Path]]:
     return [(f.name.split("-")[0].split(".")[0] if "-" in f.name else "train", f) for f in files]
 
 
+NESTED_GOLD = "reward_model.ground_truth"
+
+
 def _ground_truth_column(schema: pa.Schema) -> str | None:
-    return next((c for c in ("ground_truth", "answer") if c in schema.names), None)
+    if "ground_truth" in schema.names:
+        return "ground_truth"
+    # Builders that already write verl columns (priming) keep the structured ground truth there; their
+    # `answer` is a reference solution, not what the reward compares against.
+    reward_model = schema.field("reward_model").type if "reward_model" in schema.names else None
+    if reward_model is not None and pa.types.is_struct(reward_model) and reward_model.get_field_index("ground_truth") >= 0:
+        return NESTED_GOLD
+    return "answer" if "answer" in schema.names else None
+
+
+def _gold_type(schema: pa.Schema, column: str | None) -> pa.DataType:
+    if column is None:
+        return pa.string()
+    if column == NESTED_GOLD:
+        return schema.field("reward_model").type.field("ground_truth").type
+    return schema.field(column).type
+
+
+def _gold(row: dict, column: str):
+    if column == NESTED_GOLD:
+        return (row.get("reward_model") or {}).get("ground_truth")
+    return row.get(column)
 
 
 def _completion_column(schema: pa.Schema) -> str | None:
@@ -110,7 +135,7 @@ class Exporter:
         self.schema = self._schema(schema)
 
     def _schema(self, schema: pa.Schema) -> pa.Schema:
-        gold_type = schema.field(self.gold).type if self.gold else pa.string()
+        gold_type = _gold_type(schema, self.gold)
         if self.target == "verl":
             answer_type = schema.field("answer").type if "answer" in schema.names else pa.string()
             extra_info = pa.struct([("split", pa.string()), ("index", pa.int64()), ("id", pa.string()),
@@ -147,7 +172,7 @@ class Exporter:
                 reward = get_reward(data_source)
             except UnknownRewardError:
                 raise RowRejected(f"unknown data_source {data_source!r} (registered: {', '.join(sorted(REWARDS))})") from None
-            gold = row.get(self.gold)
+            gold = _gold(row, self.gold)
             if gold is None or (isinstance(gold, str) and not gold.strip()):
                 raise RowRejected("no ground truth")
             prompt = self._prompt_text(row, reward)
@@ -257,39 +282,70 @@ def _write_bookkeeping(result: ExportResult, dataset: Path, instruction: str | N
               "rows": dict(result.rows), "rejected": dict(result.rejected), "files": [f.name for f in result.files]}
     _write_whole(state / "export.json", json.dumps(record, indent=2))
     schema = pq.read_schema(result.files[0]) if result.files else None
-    splits = sorted(result.rows)
-    config = "\n".join(f"  - split: {s}\n    path: data/{s}-*.parquet" for s in splits)
     usage = USAGE[result.target].format(train=(result.output / "data" / "train-*.parquet"), data=result.output / "data")
+    _write_card(result, dataset, schema, usage)
+
+
+TASK_CATEGORIES = {"verl": ["reinforcement-learning", "text-generation"], "trl": ["reinforcement-learning", "text-generation"],
+                   "openrlhf": ["reinforcement-learning", "text-generation"], "sft": ["text-generation"],
+                   "cpt": ["text-generation"]}
+
+
+FIELD_MEANINGS = {
+    "data_source": "the registered reward in `curate.rewards` that grades the row",
+    "prompt": "chat messages given to the policy",
+    "ability": "task family",
+    "reward_model": "`style` and `ground_truth` passed to the reward",
+    "extra_info": "split, index, id, question, answer and the source's other scalar columns",
+    "solution": "ground truth passed to the reward",
+    "input": "prompt text",
+    "label": "ground truth as text",
+    "query": "prompt text",
+    "completion": "target completion",
+    "text": "document text",
+    "id": "row id from the source dataset",
+}
+
+
+def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, usage: str) -> None:
+    """The family card; license and language are the source dataset's (its card says what the rows may be used for)."""
+    import shlex
+
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    from curate.data_cards.cards import render_card, save_card, size_category
+
+    source = DatasetCard.load(dataset / "README.md").data if (dataset / "README.md").is_file() else None
+    splits = sorted(result.rows)
+    card_data = DatasetCardData(
+        license=(source.license if source else None) or "other",
+        language=(source.language if source else None) or ["en"],
+        task_categories=TASK_CATEGORIES[result.target],
+        size_categories=[size_category(sum(result.rows.values()))],
+        pretty_name=f"{dataset.name}: {result.target} export",
+        tags=list(dict.fromkeys(["curate", "export", result.target, *((source.tags or []) if source else [])])),
+        configs=[{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}],
+    )
     rejected = "\n".join(f"| {k} | {v:,} |" for k, v in result.rejected.items()) or "| (none) | 0 |"
-    card = f"""---
-configs:
-- config_name: default
-  data_files:
-{config}
----
-# {dataset.name} — {result.target} export
-
-Exported by `curate export {dataset} --to {result.target}` from `{dataset.resolve()}`.
-
-| split | rows |
-|---|---|
-{chr(10).join(f"| {s} | {result.rows[s]:,} |" for s in splits)}
-
-Rejected rows (kept with their reason in `rejects/export.jsonl`):
-
-| reason | rows |
-|---|---|
-{rejected}
-
-Schema:
-
-```
-{schema.to_string(show_schema_metadata=False) if schema else "(no rows)"}
-```
-
-Use: `{usage}`
-"""
-    _write_whole(result.output / "README.md", card)
+    rows = "\n".join(f"| {s} | {result.rows[s]:,} |" for s in splits)
+    fields = [(f"`{f.name}`", f"`{f.type}`", FIELD_MEANINGS.get(f.name, "carried over from the source dataset"))
+              for f in schema] if schema else []
+    card = render_card(
+        card_data,
+        summary=f"{sum(result.rows.values()):,} rows of `{dataset.name}` in the input format of {result.target}.",
+        method=f"Exported from `{dataset.resolve()}`; each row's `data_source` names the registered reward in "
+               "`curate.rewards` that grades it.",
+        parameters=[("dataset", dataset), ("target", result.target)],
+        command=shlex.join(["curate", "export", str(dataset), "--to", result.target, "--output", str(result.output)]),
+        sections=[("Rows per split", f"| split | rows |\n|---|---|\n{rows}"),
+                  ("Rejected rows", "Kept with their reason in `rejects/export.jsonl`.\n\n| reason | rows |\n|---|---|\n"
+                   + rejected),
+                  ("Use", f"`{usage}`")],
+        fields=fields,
+        load='from datasets import load_dataset\nds = load_dataset("parquet", data_dir="data")',
+        limitations="The rows are those of the source dataset, with its card's limitations; see its README.md.",
+    )
+    save_card(card, result.output)
 
 
 def _write_whole(path: Path, text: str) -> None:

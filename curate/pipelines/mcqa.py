@@ -729,13 +729,23 @@ def _converted(items: Iterable[MCItem | Rejected], workers: int) -> Iterator[Con
 
 def run_mcqa(
     inputs: list[str], output: str | Path, fmt: str = "auto", workers: int = 1, limit: int = -1,
-    progress: bool = True, batch_rows: int = 1000,
+    progress: bool = True, batch_rows: int = 1000, dedup: bool = False, decontam: str | None = None,
+    benchmarks_dir: str | Path | None = None, reformulate: dict | None = None,
 ) -> McqaResult:
+    """Converts the inputs; `dedup` / `decontam` (benchmarks as `curate decontam --against`) then clean the result in place."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     output = Path(output)
+    if reformulate:
+        from curate.pipelines.llm_writers import LLMOptions
+
+        LLMOptions(**reformulate).validate()  # a wrong backend fails before the conversion, not after it
+    if decontam:
+        from curate.pipelines.decontam import parse_against
+
+        parse_against(decontam, benchmarks_dir)  # so does a wrong --decontam
     for sub in ("data", "rejects", ".curate"):
         (output / sub).mkdir(parents=True, exist_ok=True)
     schema = pa.schema([
@@ -783,12 +793,18 @@ def run_mcqa(
             bar.update(task, advance=1, kept=kept)
         if rows:
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+    if reformulate:
+        kept = _reformulate(data_tmp, rejects_tmp, reformulate, output, by_source, by_reason, types, progress)
     data_tmp.replace(data_path)
     rejects_tmp.replace(rejects_path)
     result = McqaResult(output, kept, sum(by_reason.values()), {k: dict(v) for k, v in by_source.items()},
                         dict(by_reason.most_common()), dict(types.most_common()))
     parameters = {"inputs": inputs, "format": fmt, "limit": limit, "item_seconds": ITEM_SECONDS,
                   "fingerprint": hashlib.sha256(json.dumps([inputs, fmt, limit]).encode()).hexdigest()[:16]}
+    if reformulate:
+        from curate.pipelines.llm_writers import PROMPT_VERSION
+
+        parameters["reformulate"] = {**reformulate, "prompt_version": PROMPT_VERSION}
     stats = {"kept": result.kept, "rejected": result.rejected, "by_source": result.by_source,
              "by_reason": result.by_reason, "answer_types": result.answer_types}
     for name, content in (("parameters.json", parameters), ("stats.json", stats)):
@@ -796,14 +812,62 @@ def run_mcqa(
         tmp.write_text(json.dumps(content, indent=2))
         tmp.replace(output / ".curate" / name)
     write_mcqa_card(output, result, parameters)
+    # After the card: each adds its own report section to it. Only the stem is checked for contamination: the
+    # answers are short LaTeX objects ("\frac{3}{4}") that lie inside many unrelated benchmark solutions.
+    for side_file, wanted in (("duplicates.jsonl", dedup), ("contaminated.jsonl", decontam)):
+        if not wanted:
+            (output / "rejects" / side_file).unlink(missing_ok=True)  # from an earlier run with the option
+    if dedup:
+        from curate.pipelines.dedup import dedup_dataset
+
+        dedup_dataset(output, text_key="question", progress=progress)
+    if decontam:
+        from curate.pipelines.decontam import decontaminate_dataset
+
+        decontaminate_dataset(output, decontam, fields=["question"], benchmarks_dir=benchmarks_dir, progress=progress)
     return result
+
+
+def _reformulate(data_tmp: Path, rejects_tmp: Path, options: dict, output: Path, by_source, by_reason, types,
+                 progress: bool) -> int:
+    """LLM rewrite + judge over the converted rows in data_tmp: accepted rows get the new stem (the rule-based
+    one stays in `rule_question`), refused rows move to the rejects; returns the rows kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curate.pipelines.llm_writers import LLMOptions, Rewrite, reformulate_rows
+
+    table = pq.read_table(data_tmp)
+    rows = table.to_pylist()
+    verdicts = reformulate_rows(rows, LLMOptions(**options), output / ".curate" / "reformulate", progress) if rows else []
+    schema = table.schema.append(pa.field("rule_question", pa.string())).append(pa.field("reformulated_by", pa.string()))
+    kept = []
+    with rejects_tmp.open("a", encoding="utf-8") as rejects:
+        for row, verdict in zip(rows, verdicts, strict=True):
+            if isinstance(verdict, Rewrite):
+                kept.append({**row, "question": verdict.question, "rule_question": row["question"],
+                             "reformulated_by": options["model"]})
+                continue
+            rejects.write(json.dumps({"id": row["id"], "source": row["source"], "reason": verdict}) + "\n")
+            code = reason_code(verdict)
+            by_source[row["source"]]["kept"] -= 1
+            by_source[row["source"]]["rejected"] += 1
+            by_source[row["source"]][code] += 1
+            by_reason[code] += 1
+            types[row["answer_type"]] -= 1
+    for kind in [k for k, v in types.items() if v <= 0]:
+        del types[kind]
+    tmp = data_tmp.with_name(data_tmp.name + ".reformulated")
+    pq.write_table(pa.Table.from_pylist(kept, schema=schema), tmp)
+    tmp.replace(data_tmp)
+    return len(kept)
 
 
 def write_mcqa_card(output: Path, result: McqaResult, parameters: dict) -> None:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     import curate
-    from curate.data_cards.cards import size_category
+    from curate.data_cards.cards import save_card, size_category
 
     card_data = DatasetCardData(
         license="other", language=["en"], task_categories=["question-answering", "text-generation"],
@@ -834,6 +898,14 @@ def write_mcqa_card(output: Path, result: McqaResult, parameters: dict) -> None:
     lines += ["", "Every rejected item is in `rejects/rejects.jsonl` with its id and reason.", "",
               "## Answer types", "", "| type | items |", "|---|---|"]
     lines += [f"| {k} | {v:,} |" for k, v in result.answer_types.items()]
+    if reformulated := parameters.get("reformulate"):
+        lines += ["", "## LLM reformulation", "",
+                  f"Every converted stem was rewritten by `{reformulated['model']}` (backend "
+                  f"`{reformulated.get('backend', 'transformers')}`, prompts `{reformulated['prompt_version']}`; "
+                  "`--reformulate --model ... --backend ...`) as an open-ended question with the same final answer, or "
+                  "declared not convertible (N/A); a second pass of the same model judged each rewrite, and the answer the "
+                  "rewrite stated had to verify as the gold with math-verify. Refusals are counted above under the "
+                  "`reformulate_*` reasons; `rule_question` keeps the rule-based stem."]
     lines += ["", "## Reproduce", "", "```", "curate mcqa " + " ".join(f"--input {i}" for i in parameters["inputs"])
               + f" --format {parameters['format']} --output {output}", "```", "",
               "## Limitations", "",
@@ -841,6 +913,4 @@ def write_mcqa_card(output: Path, result: McqaResult, parameters: dict) -> None:
               "printed by `bench/mcqa_precision.py`. A kept item can still have a gold option that is wrong in the source, or "
               "a stem whose answer was meant to be rounded to the nearest option.", ""]
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(lines))
-    tmp = output / "README.md.partial"
-    card.save(tmp)
-    tmp.replace(output / "README.md")
+    save_card(card, output)

@@ -31,6 +31,7 @@ import math
 import random
 import re
 import shlex
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -147,10 +148,12 @@ def parse_hop_range(text: str) -> tuple[int, int]:
 
 def load_sources(
     spec: InputSpec, answer_key: str = "answer", progress: bool = True, rejects: list[dict] | None = None,
+    excluded: dict[str, tuple[str, str]] | None = None,
 ) -> tuple[list[SourceProblem], MultihopStats]:
     """Read problems and keep those whose solution re-executes to its answer. Everything else is
-    appended to `rejects` with its reason. The pool stays in memory: chaining draws from all of it at
-    random, and a parsed problem is a few hundred bytes."""
+    appended to `rejects` with its reason, as are the ids in `excluded` (id -> (reason, detail)). The pool
+    stays in memory: chaining draws from all of it at random, and a parsed problem is a few hundred bytes."""
+    excluded = excluded or {}
     stats = MultihopStats()
     problems: list[SourceProblem] = []
     seen_ids: set[str] = set()
@@ -174,6 +177,9 @@ def load_sources(
             reject("duplicate_id", f"id {document.id!r} was already read", document.id, document.text)
             continue
         seen_ids.add(document.id)
+        if document.id in excluded:
+            reject(*excluded[document.id], document.id, document.text)
+            continue
         if REFERENCE.search(document.text):
             reject("uses_reference_names", "the text already contains a name such as X1", document.id, document.text)
             continue
@@ -431,17 +437,24 @@ def run_multihop(
     answer_key: str = "answer",
     progress: bool = True,
     license: str = "mit",
+    dedup: bool = False,
+    decontam: str | None = None,
+    benchmarks_dir: str | Path | None = None,
 ) -> MultihopResult:
+    """Builds the chains. `dedup` / `decontam` (benchmarks as `curate decontam --against`) clean the source
+    problems before chaining, so that the full, half and single sets stay built from the same problems."""
     if n < 1:
         raise ValueError("n must be at least 1")
     output = Path(output)
     (output / STATE).mkdir(parents=True, exist_ok=True)
     parameters = {
         **spec.fingerprint(), "answer_key": answer_key, "n": n, "hops": f"{hops[0]}-{hops[1]}", "seed": seed,
-        "max_ratio": max_ratio, "tries_per_link": tries_per_link,
+        "max_ratio": max_ratio, "tries_per_link": tries_per_link, "dedup": dedup, "decontam": decontam,
     }
+    excluded, sections = clean_sources(spec, output, answer_key, dedup, decontam, benchmarks_dir, progress)
     source_rejects: list[dict] = []
-    problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, rejects=source_rejects)
+    problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, rejects=source_rejects,
+                                   excluded=excluded)
     with _AtomicText(output / "rejects" / "sources.jsonl") as f:
         for record in source_rejects:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -475,7 +488,79 @@ def run_multihop(
     (output / STATE / "parameters.json").write_text(json.dumps(parameters, indent=2))
     (output / STATE / "stats.json").write_text(json.dumps(stats.to_dict(), indent=2))
     write_card(output, parameters, stats, license=license)
+    from curate.pipelines.dedup import update_card_section
+
+    for key, markdown in sections.items():
+        update_card_section(output, key, markdown)
     return MultihopResult(output=output, stats=stats, parameters=parameters)
+
+
+SOURCES_NOTE = ("Applied to the source problems before chaining (a removed problem is in `rejects/sources.jsonl` "
+                "with reason `{reason}`, details below), so the full, half and single sets stay built from the same problems.")
+
+
+def clean_sources(
+    spec: InputSpec, output: Path, answer_key: str, dedup: bool, decontam: str | None,
+    benchmarks_dir: str | Path | None, progress: bool,
+) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """Runs dedup and decontamination on the source problems: the ids to set aside (id -> (reason, detail))
+    and the card sections. After chaining it would be too late: single rows repeat the first hop of a half
+    row by construction, and a removal from one set would leave the ablation sets unmatched."""
+    excluded: dict[str, tuple[str, str]] = {}
+    sections: dict[str, str] = {}
+    for stale in (STATE + "/dedup.json", STATE + "/decontam.json", "rejects/duplicates.jsonl", "rejects/contaminated.jsonl"):
+        (output / stale).unlink(missing_ok=True)
+    if not (dedup or decontam):
+        return excluded, sections
+    if spec.is_hub:
+        raise ValueError("--dedup / --decontam read the source problems from local files: save the hub split as "
+                         "jsonl or parquet first")
+    if dedup:
+        from curate.pipelines.dedup import dedup as run_dedup, dedup_card_section
+
+        stage = output / STATE / "sources_dedup"
+        result = run_dedup(spec.path, stage, text_key=spec.text_key, id_key=spec.id_key, progress=progress)
+        for record in _jsonl(stage / "rejects" / "duplicates.jsonl"):
+            excluded[record["id"]] = ("duplicate_source", f"{record['reason']} of {record['duplicate_of']}")
+        sections["dedup"] = _with_note(dedup_card_section(result), "duplicate_source")
+        _keep_reports(stage, output, "dedup.json", "duplicates.jsonl")
+    if decontam:
+        from curate.pipelines.decontam import decontam_card_section, decontaminate
+
+        stage = output / STATE / "sources_decontam"
+        result = decontaminate(spec.path, stage, decontam, fields=[spec.text_key, answer_key], id_key=spec.id_key,
+                               benchmarks_dir=benchmarks_dir, progress=progress)
+        for record in _jsonl(stage / "rejects" / "contaminated.jsonl"):
+            excluded.setdefault(record["id"], (
+                "contaminated_source",
+                f"{record['benchmark']} item {record['benchmark_item']} ({record['benchmark_field']}): "
+                f"{record['field']} matched {record['match']} {record['ngram']!r}",
+            ))
+        sections["decontam"] = _with_note(decontam_card_section(result), "contaminated_source")
+        _keep_reports(stage, output, "decontam.json", "contaminated.jsonl")
+    return excluded, sections
+
+
+def _jsonl(path: Path):
+    if path.exists():
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def _with_note(section: str, reason: str) -> str:
+    heading, _, body = section.partition("\n\n")
+    return f"{heading}\n\n{SOURCES_NOTE.format(reason=reason)}\n\n{body}"
+
+
+def _keep_reports(stage: Path, output: Path, report: str, removed: str) -> None:
+    """Keeps the cleaning report and the removed rows; drops the stage, a cleaned copy of the input that nothing reads."""
+    (stage / STATE / report).replace(output / STATE / report)
+    if (stage / "rejects" / removed).exists():
+        (output / "rejects").mkdir(parents=True, exist_ok=True)
+        (stage / "rejects" / removed).replace(output / "rejects" / removed)
+    shutil.rmtree(stage, ignore_errors=True)
 
 
 def _table(header: tuple[str, str], counts: dict, total: int | None = None) -> str:
@@ -500,7 +585,7 @@ def write_card(output: Path, parameters: dict, stats: MultihopStats, license: st
     from huggingface_hub import DatasetCard, DatasetCardData
 
     import curate
-    from curate.data_cards.cards import size_category
+    from curate.data_cards.cards import save_card, size_category
 
     chains = stats.rows.get("full", 0)
     card_data = DatasetCardData(
@@ -599,6 +684,4 @@ could be either, the number is never chosen for replacement, but a constant the 
 kept, so a unit or a plural may read oddly with the new value. Source problems are reused across chains.
 """
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{body}")
-    partial = output / "README.md.partial"
-    card.save(partial)
-    partial.replace(output / "README.md")
+    save_card(card, output)

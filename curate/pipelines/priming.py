@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import shutil
 from collections import Counter
@@ -101,6 +102,10 @@ class PrimingConfig:
     placeholder_for: str = "all_strategies"
     batch_size: int = 64
     max_attempts_factor: int = 20  # give up after this many problems per wanted row
+    # --writer llm: LLMOptions fields (model, backend, endpoint_url, device, temperature, max_tokens, ...)
+    llm: dict | None = None
+    # --writer llm: problems sent per missing row in one job, since each job starts a server
+    llm_oversample: float = 2.0
 
     def validate(self) -> None:
         if self.variant not in ALL_VARIANTS:
@@ -110,10 +115,14 @@ class PrimingConfig:
         if self.writer not in ("symbolic", "llm"):
             raise PrimingError("--writer must be 'symbolic' or 'llm'")
         if self.writer == "llm":
-            raise PrimingError(
-                "the LLM trace writer needs the LLM backends of the LLM-classifier issue, which are not part of "
-                "this build yet; use --writer symbolic"
-            )
+            from curate.pipelines.llm_writers import LLMOptions, LLMWriterError
+
+            if not self.llm or not self.llm.get("model"):
+                raise PrimingError("the LLM trace writer (--writer llm) needs a teacher model: --model M (and --backend)")
+            try:
+                LLMOptions(**self.llm).validate()
+            except (LLMWriterError, ValueError, TypeError) as error:
+                raise PrimingError(str(error)) from error
         if self.variant == "placeholder_cot" and not self.tokenizer:
             raise PrimingError("placeholder_cot matches token counts: name a tokenizer with --tokenizer")
         if self.placeholder_for not in VARIANTS:
@@ -136,7 +145,8 @@ class PrimingResult:
 
     @property
     def acceptance_rate(self) -> float:
-        return sum(self.rows.values()) / self.attempted if self.attempted else 0.0
+        # Traces that passed every check; with the LLM writer some of them are surplus to a full split.
+        return (self.attempted - sum(self.rejected.values())) / self.attempted if self.attempted else 0.0
 
 
 def tinyzero_query(problem: Problem) -> str:
@@ -182,10 +192,16 @@ def load_tokenizer(name: str):
     return AutoTokenizer.from_pretrained(name)
 
 
-def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True) -> PrimingResult:
+def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True, dedup: bool = False,
+                decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> PrimingResult:
+    """Builds the dataset; `dedup` / `decontam` (benchmarks as `curate decontam --against`) then clean it in place."""
     from curate.classifiers import get_classifier
 
     config.validate()
+    if decontam:
+        from curate.pipelines.decontam import parse_against
+
+        parse_against(decontam, benchmarks_dir)  # a wrong --decontam fails now, not after the build
     output = Path(output)
     classifier = get_classifier(config.classifier)
     tokenizer = load_tokenizer(config.tokenizer) if config.tokenizer else None
@@ -208,11 +224,14 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     seen: set = set()
     max_problems = config.max_attempts_factor * (config.n + config.test_n)
     drawn = 0
+    oversample = config.llm_oversample if config.writer == "llm" else 1.0
     bar = _progress(progress, config.n + config.test_n, f"{config.variant} ({config.answers})")
     try:
         while any(kept[s] < wanted[s] for s in wanted):
             batch: list[tuple[Problem, str]] = []
-            while len(batch) < config.batch_size and drawn < max_problems:
+            quota = {s: math.ceil(oversample * (wanted[s] - kept[s])) for s in wanted}
+            batch_size = config.batch_size if config.writer == "symbolic" else max(config.batch_size, sum(quota.values()))
+            while len(batch) < batch_size and drawn < max_problems:
                 problem = generate_problem(rng, config.n_numbers, config.number_range, config.target_range,
                                            config.integer_division)
                 drawn += 1
@@ -220,14 +239,14 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
                     continue
                 seen.add(problem.key)
                 split = split_of(problem, test_share)
-                if kept[split] + sum(1 for _, s in batch if s == split) < wanted[split]:
+                if sum(1 for _, s in batch if s == split) < quota[split]:
                     batch.append((problem, split))
             if not batch:
                 raise PrimingError(
                     f"gave up after {drawn} problems with {kept} rows kept: the problem space is too small or the "
                     "behavior check refuses too much (see rejects/)"
                 )
-            rows = _rows_for_batch(batch, config, classifier, tokenizer, rng, rejects, result)
+            rows = _rows_for_batch(batch, config, classifier, tokenizer, rng, rejects, result, output)
             for split, row in rows:
                 if kept[split] >= wanted[split]:
                     continue
@@ -249,12 +268,26 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     result.stats = dataset_stats(output, result)
     (output / STATE / "stats.json").write_text(json.dumps(result.stats, indent=2))
     write_priming_card(output, config, classifier.name, result)
+    # After the card: each adds its own report section to it. The question is the Countdown template around
+    # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
+    if dedup:
+        from curate.pipelines.dedup import dedup_dataset
+
+        dedup_dataset(output, text_key="completion", progress=progress)
+    if decontam:
+        from curate.pipelines.decontam import decontaminate_dataset
+
+        decontaminate_dataset(output, decontam, fields=["question", "completion"], benchmarks_dir=benchmarks_dir,
+                              progress=progress)
     return result
 
 
-def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, rejects, result) -> list:
+def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, rejects, result, output: Path) -> list:
     """Write a trace for each problem, classify them together, keep the ones that pass the check."""
     drafts = []
+    if config.writer == "llm" and config.variant != "empty_cot":
+        drafts = _llm_drafts(batch, config, tokenizer, rejects, result, output)
+        batch = []
     for problem, split in batch:
         result.attempted += 1
         try:
@@ -304,6 +337,27 @@ def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, re
             **meta,
         }))
     return kept
+
+
+def _llm_drafts(batch, config: PrimingConfig, tokenizer, rejects, result, output: Path) -> list:
+    """Teacher traces for a whole batch in one LLM job; traces the writer refuses go to rejects."""
+    from curate.pipelines.llm_writers import LLMOptions, write_llm_traces
+
+    behaviors = VARIANTS[config.placeholder_for] if config.variant == "placeholder_cot" else config.requested
+    workdir = output / STATE / "llm" / f"job-{result.attempted:07d}"
+    traces = write_llm_traces([p for p, _ in batch], behaviors, config.answers, LLMOptions(**config.llm), workdir,
+                              progress=False)
+    drafts = []
+    for (problem, split), trace in zip(batch, traces, strict=True):
+        result.attempted += 1
+        if isinstance(trace, str):
+            _reject(rejects, result, problem, split, trace, None)
+            continue
+        think = trace.think
+        if config.variant == "placeholder_cot":
+            think = placeholder_text(tokenizer, count_tokens(tokenizer, think))
+        drafts.append((problem, split, think, trace.answer, {"strategy": None, "dead_ends": None}))
+    return drafts
 
 
 def _draft(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Random) -> tuple[str, str, dict]:
@@ -484,7 +538,7 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
     from huggingface_hub import DatasetCard, DatasetCardData
 
     import curate
-    from curate.data_cards.cards import size_category
+    from curate.data_cards.cards import save_card, size_category
 
     stats = result.stats
     requested = sorted(b.value for b in config.requested)
@@ -511,6 +565,12 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
         command += ["--tokenizer", config.tokenizer]
     if config.variant == "placeholder_cot":
         command += ["--placeholder-for", config.placeholder_for]
+    if config.writer == "llm":
+        llm = config.llm or {}
+        command += ["--model", str(llm.get("model")), "--backend", str(llm.get("backend", "transformers"))]
+        command += ["--endpoint-url", llm["endpoint_url"]] if llm.get("endpoint_url") else []
+        command += ["--temperature", str(llm["temperature"])] if "temperature" in llm else []
+        command += ["--max-trace-tokens", str(llm["max_tokens"])] if "max_tokens" in llm else []
     rejected = "".join(f"\n| {k} | {v:,} |" for k, v in stats["rejected"].items())
     acceptance = (f"{stats['kept']:,} of {stats['attempted']:,} traces kept "
                   f"(acceptance rate {100 * stats['acceptance_rate']:.1f} %).")
@@ -529,6 +589,13 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                            f"`{config.placeholder_for}` trace for the same problem.",
     }.get(config.variant, "each trace narrates the exhaustive solver's own search (depth-first or best-first) with "
                           "the chosen behaviors switched on and the others off.")
+    if config.writer == "llm" and config.variant != "empty_cot":
+        writer_description = (
+            f"the teacher model `{(config.llm or {}).get('model')}` wrote each trace under a system prompt asking for the "
+            "chosen behaviors and forbidding the others; replies without a readable `<think>`/`<answer>`, or whose answer "
+            f"was not {'correct' if config.answers == 'correct' else 'a well-formed wrong expression'} by the Countdown "
+            "verifier, were refused. " + ("That trace's token count then set the length of filler that replaced it. "
+                                         if config.variant == "placeholder_cot" else ""))
     card = DatasetCard.from_template(
         card_data,
         template_str=CARD_TEMPLATE,
@@ -548,6 +615,4 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
         overlap=stats.get("problems_in_both_splits", 0),
         data_source=DATA_SOURCE,
     )
-    tmp = output / ("README.md" + PARTIAL)
-    card.save(tmp)
-    tmp.replace(output / "README.md")
+    save_card(card, output)

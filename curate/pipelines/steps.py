@@ -182,6 +182,7 @@ class DatasetWriter(AtomicOutput, ParquetWriter):
             output_filename="train-${rank}.parquet",
             adapter=_dataset_row,
             schema=DATASET_SCHEMA,
+            max_file_size=-1,  # one file per task keeps the `train-*.parquet` split naming (no "000_" prefix)
         )
 
 

@@ -1,7 +1,8 @@
 """The tag job: corpus -> behavior classifier -> attribute shards in `TAGS/<classifier>/`.
 
-Runs on datatrove's LocalPipelineExecutor. A rerun skips the tasks that completed; a task that
-died mid-way runs again and replaces its shard, so no document is lost or duplicated.
+Runs on a datatrove executor (local, Ray or Slurm; see executors.py). A rerun skips the tasks that
+completed; a task that died mid-way runs again and replaces its shard, so no document is lost or
+duplicated.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from datatrove.executor import LocalPipelineExecutor
-
 from curate.classifiers import resolve_name
+from curate.pipelines.executors import ExecutorOptions, run_pipeline
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AttributeWriter, SplitRejects, TagDocuments
 
@@ -62,6 +62,7 @@ def run_tagging(
     progress: bool = True,
     limit: int = -1,
     classifier_options: dict | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> TagResult:
     name, argument = resolve_name(classifier)
     out = Path(tags_root) / name
@@ -79,10 +80,7 @@ def run_tagging(
         TagDocuments(classifier, batch_size=batch_size, classifier_options=classifier_options),
         AttributeWriter(str(out)),
     ]
-    executor = LocalPipelineExecutor(
-        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(out / "_logs"), skip_completed=True
-    )
-    executor.run()
+    run_pipeline(pipeline, executor, tasks, workers, out / "_logs", job_name=f"curate-tag-{name}")
     failed = _failed_tasks(out / "_logs", tasks)
     if failed:
         raise RuntimeError(

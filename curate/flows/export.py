@@ -1,0 +1,72 @@
+"""The export flow: one Prefect task around `run_export` (a built dataset -> a trainer's input format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from curate.flows.common import cache_key, files_signature
+
+
+class ExportParameters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(min_length=1, description="Built dataset (DATASET/data/<split>-*.parquet) or parquet file/folder.")
+    to: str = Field(description="verl | trl | openrlhf | sft | cpt")
+    output: str = Field(min_length=1, description="Export directory.")
+    instruction: str | None = Field(None, description="Appended to every prompt; None: the reward's own instruction.")
+    system: str | None = None
+
+    @field_validator("to")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        from curate.pipelines.export import TARGETS
+
+        if value not in TARGETS:
+            raise ValueError(f"unknown target {value!r}; choose one of {', '.join(TARGETS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _paths(self):
+        if Path(self.output).resolve() == Path(self.dataset).resolve():
+            raise ValueError("the output must not be the dataset itself")
+        from curate.pipelines.export import ExportError
+
+        try:
+            self.input_files()
+        except ExportError as error:
+            raise ValueError(str(error)) from None
+        return self
+
+    def input_files(self) -> list[Path]:
+        from curate.pipelines.export import input_files
+
+        return [path for _, path in input_files(Path(self.dataset))]
+
+
+def _export_key(context, arguments: dict) -> str:
+    params: ExportParameters = arguments["params"]
+    return cache_key("export", params, files_signature(params.input_files()))
+
+
+@task(name="export-dataset", cache_key_fn=_export_key, persist_result=True)
+def export_dataset(params: ExportParameters) -> dict:
+    from curate.pipelines.export import run_export
+
+    result = run_export(params.dataset, params.to, params.output, instruction=params.instruction,
+                        system=params.system, progress=False)
+    return {"output": str(result.output), "target": result.target, "rows": dict(result.rows),
+            "rejected": dict(result.rejected), "files": [str(f) for f in result.files]}
+
+
+@flow(name="export", log_prints=True)
+def export_flow(params: ExportParameters) -> dict:
+    """Export a dataset for a trainer; a rerun on an unchanged dataset is served from cache."""
+    output = Path(params.output)
+    finished = (output / "README.md").is_file() and (output / "data").is_dir()
+    summary = export_dataset.with_options(refresh_cache=not finished)(params)
+    get_run_logger().info("exported %s rows for %s into %s (%s rejected)", summary["rows"], summary["target"],
+                          summary["output"], sum(summary["rejected"].values()))
+    return summary

@@ -1,0 +1,80 @@
+"""The MCQA flow: one Prefect task around `run_mcqa` (multiple choice -> open-answer RL questions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from curate.flows.common import cache_key, files_signature
+
+
+class McqaParameters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] = Field(min_length=1, description="Files, directories, globs or hf:NAME[:SPLIT].")
+    output: str = Field(min_length=1, description="Dataset directory (data/, rejects/, README.md).")
+    format: str = "auto"
+    workers: int = Field(1, ge=1, description="Processes checking answers with math-verify.")
+    limit: int = Field(-1, ge=-1, description="Read at most this many records per input (-1: all).")
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        from curate.pipelines.mcqa import FORMATS
+
+        if value not in FORMATS:
+            raise ValueError(f"unknown format {value!r}; choose one of {', '.join(FORMATS)}")
+        return value
+
+    @field_validator("inputs")
+    @classmethod
+    def _inputs_exist(cls, values: list[str]) -> list[str]:
+        from curate.pipelines.mcqa import _input_files
+
+        for value in values:
+            if not value.startswith("hf:"):
+                try:
+                    _input_files(value)
+                except FileNotFoundError as error:
+                    raise ValueError(str(error)) from None
+        return values
+
+    @property
+    def reads_remote(self) -> bool:
+        return any(i.startswith("hf:") for i in self.inputs)
+
+    def local_files(self) -> list[Path]:
+        from curate.pipelines.mcqa import _input_files
+
+        return [f for i in self.inputs if not i.startswith("hf:") for f in _input_files(i)]
+
+
+def _mcqa_key(context, arguments: dict) -> str:
+    params: McqaParameters = arguments["params"]
+    return cache_key("mcqa", params, files_signature(params.local_files()))
+
+
+@task(name="convert-mcqa", cache_key_fn=_mcqa_key, persist_result=True)
+def convert_mcqa(params: McqaParameters) -> dict:
+    from curate.pipelines.mcqa import run_mcqa
+
+    result = run_mcqa(params.inputs, params.output, fmt=params.format, workers=params.workers, limit=params.limit,
+                      progress=False)
+    return {"output": str(result.output), "kept": result.kept, "rejected": result.rejected,
+            "by_reason": result.by_reason, "answer_types": result.answer_types,
+            "card": str(Path(params.output) / "README.md")}
+
+
+@flow(name="mcqa", log_prints=True)
+def mcqa_flow(params: McqaParameters) -> dict:
+    """Convert multiple-choice items to open-answer questions; a rerun on unchanged inputs is served from cache."""
+    output = Path(params.output)
+    finished = (output / "README.md").is_file() and (output / "data").is_dir()
+    run = convert_mcqa.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
+                                    retry_delay_seconds=30)
+    summary = run(params)
+    get_run_logger().info("kept %s of %s items in %s", summary["kept"], summary["kept"] + summary["rejected"],
+                          summary["output"])
+    return summary

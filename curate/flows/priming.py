@@ -1,0 +1,108 @@
+"""The priming flow: one cached Prefect task per Countdown variant around `run_priming`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from curate.flows.common import cache_key
+
+
+class PrimingParameters(BaseModel):
+    """The options of `curate priming`; `variants` is one variant, a comma list, or 'all'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    variants: str = Field(min_length=1, description="A variant, a comma list (each into OUTPUT/<variant>), or 'all'.")
+    output: str = Field(min_length=1, description="Dataset directory (the parent of one per variant when several).")
+    answers: str = "correct"
+    n: int = Field(1000, ge=0)
+    test_n: int = Field(100, ge=0)
+    seed: int = 0
+    writer: str = "symbolic"
+    classifier: str = "cues"
+    n_numbers: int = Field(4, ge=2, le=6)
+    number_range: tuple[int, int] = (1, 99)
+    target_range: tuple[int, int] = (10, 100)
+    integer_division: bool = True
+    max_dead_ends: int = Field(3, ge=1)
+    tokenizer: str | None = Field(None, description="Hub name or local directory; needed by placeholder_cot.")
+    placeholder_for: str = "all_strategies"
+    llm: dict | None = Field(None, description="writer 'llm': LLMOptions fields (model, backend, endpoint_url, ...); "
+                                               "an endpoint's key comes from the worker's environment, never from here.")
+    llm_oversample: float = Field(2.0, gt=0)
+
+    @field_validator("classifier")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        from curate.classifiers import UnknownClassifierError, resolve_name
+
+        try:
+            resolve_name(value)
+        except UnknownClassifierError as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _valid_configs(self):
+        for _, config in self.configs():
+            config.validate()  # PrimingError is a ValueError: reported as a validation error
+        return self
+
+    def variant_names(self) -> list[str]:
+        from curate.pipelines.priming import ALL_VARIANTS
+
+        if self.variants.strip() == "all":
+            return [v for v in ALL_VARIANTS if v != "placeholder_cot" or self.tokenizer]
+        return [v.strip() for v in self.variants.split(",") if v.strip()]
+
+    def configs(self) -> list[tuple[str, object]]:
+        """(output directory, PrimingConfig) per variant."""
+        from curate.pipelines.priming import PrimingConfig
+
+        names = self.variant_names()
+        if not names:
+            raise ValueError("variants is empty")
+        shared = self.model_dump(exclude={"variants", "output"})
+        output = Path(self.output)
+        return [(str(output / name if len(names) > 1 else output), PrimingConfig(variant=name, **shared))
+                for name in names]
+
+    @property
+    def does_remote_io(self) -> bool:
+        """A tokenizer fetched from the Hub, or traces written by a remote endpoint."""
+        hub_tokenizer = bool(self.tokenizer) and not Path(self.tokenizer).expanduser().is_dir()
+        return hub_tokenizer or (self.llm or {}).get("backend") == "endpoint"
+
+
+def _priming_key(context, arguments: dict) -> str:
+    return cache_key("priming", arguments["params"], arguments["variant"], arguments["output"])
+
+
+@task(name="build-priming-set", cache_key_fn=_priming_key, persist_result=True)
+def build_priming_set(params: PrimingParameters, variant: str, output: str) -> dict:
+    from curate.pipelines.priming import run_priming
+
+    config = dict(params.configs())[output]
+    result = run_priming(config, output, progress=False)
+    return {"variant": variant, "output": output, "rows": dict(result.rows), "attempted": result.attempted,
+            "acceptance_rate": result.acceptance_rate, "rejected": dict(result.rejected),
+            "card": str(Path(output) / "README.md")}
+
+
+@flow(name="priming", log_prints=True)
+def priming_flow(params: PrimingParameters) -> list[dict]:
+    """Countdown priming sets, one per variant; a rerun with the same configuration is served from cache."""
+    logger = get_run_logger()
+    summaries = []
+    for output, config in params.configs():
+        finished = (Path(output) / "README.md").is_file() and (Path(output) / "data").is_dir()
+        run = build_priming_set.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
+                                             retry_delay_seconds=30)
+        summary = run(params, config.variant, output)
+        logger.info("%s: %s rows (acceptance %.1f %%) into %s", config.variant, summary["rows"],
+                    100 * summary["acceptance_rate"], output)
+        summaries.append(summary)
+    return summaries

@@ -1,0 +1,300 @@
+"""`curate distill`: train `distilled_v1` heads on a stronger classifier's attribute shards.
+
+Labels come from any tags directory (cues_v1, llm_v1, ...); texts from the corpus those tags were
+made from, matched by document id. Documents are split train / validation / test by a seeded
+permutation; each behavior's head is a logistic regression on the frozen embeddings, its threshold
+is the one that maximises F1 on validation, and its precision, recall, F1 and AUC are measured on
+test, which neither training nor threshold choice has seen.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers.distilled import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MAX_CHUNKS,
+    FORMAT_VERSION,
+    HEADS,
+    METADATA,
+    Embedder,
+    Heads,
+)
+from curate.pipelines.readers import InputSpec, is_reject, make_reader
+
+PR_PLOT = "pr_curves.png"
+MIN_TEST_POSITIVES = 5
+
+
+class DistillError(ValueError):
+    pass
+
+
+@dataclass
+class BehaviorReport:
+    behavior: str
+    label_counts: dict[str, dict[str, int]]  # split -> {"positive", "negative"}
+    trained: bool
+    threshold: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    auc: float | None = None
+    accuracy: float | None = None
+    majority_accuracy: float | None = None
+    warning: str | None = None
+
+
+@dataclass
+class DistillReport:
+    model_dir: Path
+    documents: int
+    labelled_ids: int
+    unmatched_ids: int
+    skipped_rejects: int
+    label_classifier: str
+    embedding_model: str
+    behaviors: list[BehaviorReport] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{r.behavior}: {r.warning}" for r in self.behaviors if r.warning]
+
+
+def load_labels(tags: str | Path) -> tuple[dict[str, tuple], list[str]]:
+    """id -> per-behavior presence (1, 0, or None when the source could not tell), and the classifier names.
+
+    Rows with an error are left out: their counts are not labels. LLM shards from a cascade also hold
+    rows the gate ruled out; those are the gate's verdict, not the LLM's, so only route 'llm' counts."""
+    import duckdb
+
+    from curate.pipelines.query import parquet_files
+
+    files = [f for f in parquet_files(tags) if not Path(f).name.startswith("selection")]
+    if not files:
+        raise DistillError(f"no attribute shards (*.parquet) under {tags}; tag a corpus first: `curate tag --input CORPUS`")
+    connection = duckdb.connect()
+    source = "read_parquet($f, union_by_name=true)"
+    columns = {r[0] for r in connection.sql(f"DESCRIBE SELECT * FROM {source}", params={"f": files}).fetchall()}
+    missing = [c for c in ("id", "error", "classifier", *BEHAVIOR_NAMES) if c not in columns]
+    if missing:
+        raise DistillError(f"{tags} does not hold attribute shards: columns {', '.join(missing)} are missing")
+    where = "error IS NULL" + (" AND route = 'llm'" if "route" in columns else "")
+    presence = ", ".join(f"any_value(CASE WHEN {b} IS NULL THEN NULL ELSE ({b} > 0)::INT END) AS {b}" for b in BEHAVIOR_NAMES)
+    rows = connection.sql(f"SELECT id, {presence} FROM {source} WHERE {where} GROUP BY id", params={"f": files}).fetchall()
+    classifiers = [r[0] for r in connection.sql(f"SELECT DISTINCT classifier FROM {source} ORDER BY 1", params={"f": files}).fetchall()]
+    return {r[0]: tuple(r[1:]) for r in rows}, classifiers
+
+
+def _split(n: int, seed: int, validation: float, test: float) -> np.ndarray:
+    """0 = train, 1 = validation, 2 = test."""
+    order = np.random.default_rng(seed).permutation(n)
+    n_test, n_val = max(1, round(n * test)), max(1, round(n * validation))
+    split = np.zeros(n, dtype=np.int8)
+    split[order[:n_test]] = 2
+    split[order[n_test:n_test + n_val]] = 1
+    return split
+
+
+def _fit_head(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> tuple[np.ndarray, float]:
+    """Logistic regression on standardised features, folded back into one weight vector on raw embeddings."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
+    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000, random_state=seed)
+    model.fit((x - mean) / scale, y)
+    weights = model.coef_[0] / scale
+    bias = float(model.intercept_[0] - (model.coef_[0] * mean / scale).sum())
+    return weights.astype(np.float32), bias
+
+
+def _best_threshold(y: np.ndarray, scores: np.ndarray) -> float:
+    from sklearn.metrics import precision_recall_curve
+
+    if y.sum() == 0 or y.sum() == len(y):
+        return 0.5
+    precision, recall, thresholds = precision_recall_curve(y, scores)
+    f1 = 2 * precision[:-1] * recall[:-1] / np.maximum(precision[:-1] + recall[:-1], 1e-12)
+    # Cut halfway between a validation score and the next lower one rather than on the score itself,
+    # and among equal F1 prefer the cut nearest 0.5 (where balanced heads put it): on a small
+    # validation split both keep the threshold from hugging one document.
+    cuts = np.concatenate([thresholds[:1], (thresholds[1:] + thresholds[:-1]) / 2])
+    best = np.flatnonzero(f1 >= f1.max() - 1e-9)
+    return float(cuts[best[np.argmin(np.abs(cuts[best] - 0.5))]])
+
+
+def _metrics(report: BehaviorReport, y: np.ndarray, scores: np.ndarray) -> None:
+    from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
+
+    predicted = (scores >= report.threshold).astype(int)
+    report.precision = float(precision_score(y, predicted, zero_division=0))
+    report.recall = float(recall_score(y, predicted, zero_division=0))
+    report.f1 = float(f1_score(y, predicted, zero_division=0))
+    report.auc = float(roc_auc_score(y, scores)) if 0 < y.sum() < len(y) else None
+    report.accuracy = float((predicted == y).mean())
+    report.majority_accuracy = float(max(y.mean(), 1 - y.mean()))
+
+
+def _plot(curves: dict[str, tuple[np.ndarray, np.ndarray, float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 5))
+    for behavior, (recall, precision, auc) in curves.items():
+        axis.plot(recall, precision, label=f"{behavior} (AUC {auc:.2f})" if auc == auc else behavior)
+    axis.set_xlabel("recall")
+    axis.set_ylabel("precision")
+    axis.set_xlim(0, 1)
+    axis.set_ylim(0, 1.02)
+    axis.set_title("distilled heads, held-out test split")
+    axis.legend(loc="lower left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _matched_texts(spec: InputSpec, labels: dict[str, tuple], limit: int, progress: bool):
+    """Streams the corpus and keeps the labelled documents, in corpus order (first occurrence of an id)."""
+    from tqdm.auto import tqdm
+
+    ids, texts, rejects = [], [], 0
+    wanted = set(labels)
+    with tqdm(total=min(len(wanted), limit) if limit > 0 else len(wanted), desc="matching texts", unit="doc",
+              disable=not progress) as bar:
+        for document in make_reader(spec).run(None, 0, 1):
+            if is_reject(document):
+                rejects += 1
+                continue
+            if document.id in wanted:
+                wanted.discard(document.id)
+                ids.append(document.id)
+                texts.append(document.text)
+                bar.update()
+                if len(ids) == limit or not wanted:
+                    break
+    return ids, texts, rejects
+
+
+def train_distilled(
+    labels_dir: str | Path,
+    spec: InputSpec,
+    output: str | Path,
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+    max_chunks: int = DEFAULT_MAX_CHUNKS,
+    validation: float = 0.15,
+    test: float = 0.15,
+    min_positives: int = 5,
+    regularization: float = 1.0,
+    seed: int = 0,
+    limit: int = -1,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> DistillReport:
+    from tqdm.auto import tqdm
+
+    started = time.time()
+    output = Path(output).expanduser()
+    if output.exists() and any(output.iterdir()):
+        raise DistillError(f"{output} exists and is not empty; give a new --output directory")
+    labels, classifiers = load_labels(labels_dir)
+    if not labels:
+        raise DistillError(f"no usable labels in {labels_dir}: every row has an error (or none was routed to the LLM)")
+    ids, texts, rejects = _matched_texts(spec, labels, limit, progress)
+    if not ids:
+        example = next(iter(labels))
+        raise DistillError(
+            f"none of the {len(labels):,} labelled ids in {labels_dir} matches a document id in {spec.path} "
+            f"(a label id looks like {example!r}). Give the corpus these tags were made from, with the same "
+            "--text-key and --id-key."
+        )
+    if len(ids) < 10:
+        raise DistillError(f"only {len(ids)} labelled documents matched a text; at least 10 are needed for train/validation/test")
+
+    embedder = Embedder(embedding_model, max_chunks=max_chunks, batch_size=batch_size)
+    batches = range(0, len(texts), 256)
+    embeddings = np.concatenate(
+        [embedder.embed(texts[i:i + 256]) for i in tqdm(batches, desc="embedding", unit="batch", disable=not progress)]
+    )
+    matrix = np.asarray([labels[i] for i in ids], dtype=object)
+    split = _split(len(ids), seed, validation, test)
+
+    report = DistillReport(
+        model_dir=output, documents=len(ids), labelled_ids=len(labels), unmatched_ids=len(labels) - len(ids) if limit < 0 else 0,
+        skipped_rejects=rejects, label_classifier="+".join(classifiers), embedding_model=embedding_model,
+    )
+    heads, curves = Heads(), {}
+    for column, behavior in enumerate(BEHAVIOR_NAMES):
+        known = np.asarray([v is not None for v in matrix[:, column]])
+        y = np.asarray([v or 0 for v in matrix[:, column]], dtype=int)
+        parts = {name: known & (split == k) for k, name in enumerate(("train", "validation", "test"))}
+        counts = {name: {"positive": int(y[m].sum()), "negative": int((1 - y[m]).sum())} for name, m in parts.items()}
+        result = BehaviorReport(behavior=behavior, label_counts=counts, trained=False)
+        report.behaviors.append(result)
+        train_pos, train_neg = counts["train"]["positive"], counts["train"]["negative"]
+        if train_pos < min_positives or train_neg < min_positives:
+            result.warning = (
+                f"too few {'positive' if train_pos < min_positives else 'negative'} labels to train "
+                f"({train_pos} positive, {train_neg} negative in train; need {min_positives} each): no head, "
+                "tags will say unknown (null) for this behavior"
+            )
+            continue
+        weights, bias = _fit_head(embeddings[parts["train"]], y[parts["train"]], regularization, seed)
+        heads.weights[behavior], heads.bias[behavior] = weights, bias
+        scored = Heads(weights={behavior: weights}, bias={behavior: bias}).scores
+        result.threshold = _best_threshold(y[parts["validation"]], scored(embeddings[parts["validation"]])[behavior])
+        heads.thresholds[behavior] = result.threshold
+        result.trained = True
+        test_y, test_scores = y[parts["test"]], scored(embeddings[parts["test"]])[behavior]
+        _metrics(result, test_y, test_scores)
+        if 0 < test_y.sum() < len(test_y):
+            from sklearn.metrics import precision_recall_curve
+
+            precision, recall, _ = precision_recall_curve(test_y, test_scores)
+            curves[behavior] = (recall, precision, result.auc)
+        if counts["test"]["positive"] < MIN_TEST_POSITIVES:
+            result.warning = f"only {counts['test']['positive']} positives in the test split: its metrics are unreliable"
+
+    metadata = {
+        "format_version": FORMAT_VERSION,
+        "classifier": "distilled_v1",
+        "label_classifier": report.label_classifier,
+        "labels": str(Path(labels_dir).expanduser().resolve()),
+        "texts": spec.fingerprint(),
+        "embedding_model": embedding_model,
+        "embedding_dimension": embedder.dimension,
+        "max_chunks": max_chunks,
+        "window_tokens": embedder.window,
+        "head": {"type": "logistic_regression", "class_weight": "balanced", "C": regularization},
+        "split": {"seed": seed, "validation": validation, "test": test},
+        "thresholds": dict(heads.thresholds),
+        "documents": report.documents,
+        "unmatched_label_ids": report.unmatched_ids,
+        "behaviors": {r.behavior: {k: v for k, v in asdict(r).items() if k != "behavior"} for r in report.behaviors},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        heads.save(staging / HEADS)
+        if curves:
+            _plot(curves, staging / PR_PLOT)
+        (staging / METADATA).write_text(json.dumps(metadata, indent=2))
+        if output.exists():
+            output.rmdir()  # empty, checked above
+        staging.replace(output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    report.seconds = time.time() - started
+    return report

@@ -1,0 +1,62 @@
+"""A generated corrupted corpus through `curate tag` and `curate build`: no crash, every reject kept with
+a reason, every valid document kept, duplicate ids written once in the dataset. The full-size case
+(50 MB document, a million tiny documents) is opt-in with CURATE_SLOW=1."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from curate.cli import app
+from tests.corrupt_corpus import write_corrupt_corpus
+
+runner = CliRunner()
+
+
+def rejects(folder) -> list[dict]:
+    return [json.loads(line) for p in sorted(folder.glob("*.jsonl")) for line in p.read_text().splitlines()]
+
+
+def check(tmp_path, big_mb: float, tiny: int) -> None:
+    corpus = write_corrupt_corpus(tmp_path / "corpus", big_mb=big_mb, tiny=tiny)
+    tags = tmp_path / "tags"
+    tagged = runner.invoke(app, ["tag", "--input", str(corpus.folder), "--output", str(tags), "--tasks", "3",
+                                 "--workers", "2"], catch_exceptions=False)
+    assert tagged.exit_code == 0, tagged.output
+    shards = str(tags / "cues_v1" / "*attributes_*.parquet")
+    ids = [r[0] for r in duckdb.connect().sql(f"SELECT id FROM read_parquet('{shards}')").fetchall()]
+    assert set(ids) == corpus.valid_ids
+    # The tag shards keep one row per record read: a duplicated id appears once per copy.
+    assert len(ids) == len(corpus.valid_ids) + len(corpus.duplicate_ids)
+    big = duckdb.connect().sql(f"SELECT n_chars, error FROM read_parquet('{shards}') WHERE id = 'big'").fetchall()
+    assert big == [(int(big_mb * 1024 * 1024), None)]  # tagged whole, no error
+    kept = rejects(tags / "cues_v1" / "rejects")
+    assert len(kept) == corpus.rejects
+    assert all(r["reason"] and r["source"] for r in kept)
+    reasons = {r["reason"].split(":")[0] for r in kept}
+    assert {"malformed_json", "invalid_utf8", "missing_text_field", "text_not_string", "empty_text",
+            "missing_text_column", "unreadable_file"} <= reasons
+
+    built = runner.invoke(app, ["build", "--behaviors", "none", "--input", str(corpus.folder), "--output",
+                                str(tmp_path / "out"), "--tags", str(tags), "--tasks", "3"], catch_exceptions=False)
+    assert built.exit_code == 0, built.output
+    data = str(tmp_path / "out" / "data" / "*.parquet")
+    rows = duckdb.connect().sql(f"SELECT id, n_chars FROM read_parquet('{data}')").fetchall()
+    dataset_ids = [r[0] for r in rows]
+    assert len(dataset_ids) == len(set(dataset_ids)), "a duplicated id was written twice"
+    assert set(dataset_ids) <= corpus.valid_ids
+    assert len(rejects(tmp_path / "out" / "rejects")) == corpus.rejects
+
+
+def test_corrupt_corpus_through_tag_and_build(tmp_path):
+    check(tmp_path, big_mb=2, tiny=2000)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CURATE_SLOW"), reason="slow; set CURATE_SLOW=1")
+def test_corrupt_corpus_full_size(tmp_path):
+    check(tmp_path, big_mb=50, tiny=1_000_000)
