@@ -146,7 +146,7 @@ def test_wrong_expression_is_well_formed_and_wrong():
         assert check_expression(wrong_expression(problem, rng), problem.numbers, problem.target).status == "wrong"
 
 
-@pytest.mark.parametrize("strategy", ["dfs", "best_first"])
+@pytest.mark.parametrize("strategy", ["dfs", "best_first", "bfs"])
 def test_search_reaches_a_solution_the_verifier_accepts(strategy):
     rng = random.Random(2)
     for _ in range(20):
@@ -158,3 +158,20 @@ def test_search_reaches_a_solution_the_verifier_accepts(strategy):
         assert check_expression(expression, problem.numbers, problem.target).status == "correct"
     with pytest.raises(ValueError):
         next(search_leaves((1, 2), 3, "random_walk"))
+
+
+def test_breadth_first_levels_keep_a_small_beam_and_reach_the_target():
+    from curate.tasks.countdown import search_levels
+
+    rng = random.Random(3)
+    for _ in range(20):
+        problem = generate_problem(rng)
+        levels, finals = search_levels(problem.numbers, problem.target, random.Random(1), beam=3)
+        assert [level.depth for level in levels] == list(range(1, len(problem.numbers) - 1))
+        for level in levels:
+            assert 1 <= len(level.kept) <= 3 and set(level.kept) <= set(level.candidates)
+            assert all(len(path) == level.depth for path in level.candidates)
+        assert len(levels[0].candidates) >= 2
+        leaf = next(leaf for leaf in finals if leaf.solution is not None)
+        expression = expression_of(problem.numbers, leaf.path + (leaf.solution,))
+        assert check_expression(expression, problem.numbers, problem.target).status == "correct"

@@ -187,3 +187,52 @@ def test_teacher_prompt_asks_for_some_behaviors_and_forbids_the_others():
     assert "backtracking:" in system["content"] and "verification:" in system["content"]
     assert "Do not show any of these: subgoal setting, backward chaining" in system["content"]
     assert str(problem.target) in user["content"]
+
+
+BFS_MOVE = re.compile(r"^- (?:(?:from|out of) \[[^\]]*\]: |\[[^\]]*\] gives )?(\d+ [-+*/] \d+ = \d+)")
+
+
+@pytest.mark.parametrize("answers", ["correct", "incorrect"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_breadth_first_traces_show_the_requested_behaviors(variant, answers):
+    rng = random.Random(8)
+    problems = [generate_problem(rng) for _ in range(12)]
+    traces = [write_trace(p, VARIANTS[variant], random.Random(i), answers, strategy="bfs") for i, p in enumerate(problems)]
+    wanted = {b.value for b in VARIANTS[variant]}
+    for problem, trace, label in zip(problems, traces, get_classifier("cues").classify([t.text for t in traces])):
+        assert trace.strategy == "bfs"
+        for behavior in BEHAVIOR_NAMES:
+            assert bool(label.counts[behavior]) == (behavior in wanted), (behavior, trace.text)
+        status = check_expression(trace.answer, problem.numbers, problem.target).status
+        assert status == ("correct" if answers == "correct" else "wrong")
+        assert trace.answer_correct is (answers == "correct")
+        assert trace.answer in trace.text
+        assert (trace.dead_ends > 0) == ("backtracking" in wanted)
+
+
+def test_breadth_first_trace_narrates_each_level_before_the_next():
+    rng = random.Random(2)
+    for seed in range(10):
+        problem = generate_problem(rng)
+        text = write_trace(problem, VARIANTS["negative_control"], random.Random(seed), strategy="bfs").text
+        lines = text.splitlines()
+        heads = [k for k, line in enumerate(lines) if line.endswith(":") and "[" in line]
+        assert len(heads) == len(problem.numbers) - 2
+        # Several different first combinations (with their pools) before any second-level one.
+        level_one = [BFS_MOVE.match(line).group(1) for line in lines[heads[0] + 1: heads[1]] if BFS_MOVE.match(line)]
+        assert len(set(level_one)) >= 2
+        assert all(line.startswith("- ") or not BFS_MOVE.match(line) for line in lines[heads[0] + 1: heads[1]])
+        level_two = lines[heads[1] + 1:]
+        assert any(BFS_MOVE.match(line) for line in level_two)
+        # The frontier holds more than one pool at each level; the depth-first trace of the same seed does not list levels.
+        assert sum("[" in line and line.startswith(("Keeping", "Most", "The frontier", "I carry", "Pools", "Last"))
+                   for line in lines) == len(heads)
+        dfs = write_trace(problem, VARIANTS["negative_control"], random.Random(seed), strategy="dfs").text
+        assert "[" not in dfs
+
+
+def test_strategy_choice_includes_breadth_first():
+    rng = random.Random(6)
+    problem = generate_problem(rng)
+    strategies = {write_trace(problem, VARIANTS["negative_control"], random.Random(seed)).strategy for seed in range(40)}
+    assert strategies == {"dfs", "best_first", "bfs"}

@@ -1,10 +1,10 @@
 """Symbolic trace writer: narrates the Countdown solver's own search with each behavior switched on or off.
 
-The search (`search_leaves`, depth-first in a seeded order or best-first toward the target) decides
-what happens; the templates only decide how it is said. Each behavior has its own phrase bank, and a
+The search (`search_leaves`, depth-first in a seeded order or best-first toward the target, or
+`search_levels`, breadth-first with a small seeded beam, narrated level by level) decides what happens; the templates only decide how it is said. Each behavior has its own phrase bank, and a
 bank is used only when its behavior is on:
 - backtracking: dead ends the search really visited, each closed and followed by a return to the
-  last shared state;
+  last shared state (breadth-first: a failed pool on the frontier dropped, and a return to the next one);
 - verification: results checked against the target, the final expression recomputed;
 - subgoal setting: a plan, numbered steps and the intermediate value the last step needs;
 - backward chaining: the target decomposed by each given number, and the solution stated from the end.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from curate.behaviors import Behavior
-from curate.tasks.countdown import Leaf, Problem, Step, apply, check_expression, search_leaves
+from curate.tasks.countdown import Leaf, Problem, Step, apply, check_expression, search_leaves, search_levels
 
 V, B, S, C = Behavior.VERIFICATION, Behavior.BACKTRACKING, Behavior.SUBGOAL_SETTING, Behavior.BACKWARD_CHAINING
 
@@ -129,6 +129,43 @@ BACKWARD_HIT = [
 ]
 
 
+# --- breadth-first search (neutral words: used whatever the behaviors)
+BFS_INTRO = [
+    "I'll search breadth-first: all combinations of the pool, level by level, keeping a few promising pools each time.",
+    "Breadth-first search: expand every pool on the frontier by one combination, keep the best few, repeat.",
+    "Going level by level: each round combines two numbers in every kept pool, and a few of the results go on.",
+    "A breadth-first pass: list the pools one combination away, keep a handful, and expand those together.",
+]
+LEVEL_LABEL = ["Level {k}: ", "Round {k}: ", "Depth {k}. "]
+LEVEL_HEAD = [
+    "{label}combinations from {parents}, among them:",
+    "{label}expanding {parents} gives, for instance:",
+    "{label}moves from {parents} include:",
+]
+PARENT = ["from {state}: {moves}", "{state} gives {moves}", "out of {state}: {moves}"]
+CANDIDATE = ["{a} {op} {b} = {r} -> {rest}", "{a} {op} {b} = {r} (pool {rest})", "{a} {op} {b} = {r}, leaving {rest}"]
+KEEP = [
+    "Most promising: {kept}; these go on to the next level.",
+    "Keeping {kept} on the frontier.",
+    "The frontier for the next level: {kept}.",
+    "I carry {kept} forward.",
+]
+SET_ASIDE = ["Less promising: {others}.", "Less useful for now: {others}.", "Set aside for now: {others}."]
+FRONTIER_END = [
+    "The frontier now holds pools of two: {kept}.",
+    "Pools of two on the frontier: {kept}.",
+    "Last level, pools of two: {kept}.",
+]
+PATH = ["That pool came from {chain}.", "The combinations behind it: {chain}.", "It was built by {chain}."]
+# --- backtracking, breadth-first: a failed frontier pool is dropped and the search returns to the next
+BFS_RETURN = [
+    "Dropping that branch and going back to the frontier: {state} is next.",
+    "That one doesn't work, so I drop it and go back to the frontier for {state}.",
+    "Backtracking to the frontier: {state}.",
+    "Let me drop this pool and return to {state} on the frontier.",
+]
+
+
 @dataclass
 class Trace:
     text: str  # the reasoning inside <think> … </think>
@@ -199,9 +236,18 @@ def write_trace(
     if answers not in ("correct", "incorrect"):
         raise ValueError(f"answers must be 'correct' or 'incorrect', got {answers!r}")
     behaviors = frozenset(behaviors)
-    strategy = strategy or rng.choice(["dfs", "best_first"])
+    strategy = strategy or rng.choice(["dfs", "best_first", "bfs"])
+    if strategy not in ("dfs", "best_first", "bfs"):
+        raise ValueError(f"unknown search strategy {strategy!r}; use dfs, best_first or bfs")
     T = problem.target
     budget = rng.randint(1, max_dead_ends) if B in behaviors else 0
+    if strategy == "bfs":
+        trace = _bfs_trace(problem, behaviors, rng, answers, budget, integer_division)
+        if trace is not None:
+            return trace
+        # Backtracking needs a failed pool on the last level; when every kept pool reaches the target the
+        # trace falls back to a depth-first search, as for best-first.
+        strategy = "dfs"
     dead_ends, solution = _search(problem, strategy, budget, rng, integer_division)
     if B in behaviors and not dead_ends:
         # Backtracking needs a dead end to narrate; a greedy search can walk straight to the answer,
@@ -282,6 +328,125 @@ def write_trace(
         dead_ends=len(dead_ends),
         answer_correct=check.status == "correct",
     )
+
+
+def _pool(values) -> str:
+    return "[" + _listing(values) + "]"
+
+
+def _bfs_trace(problem: Problem, behaviors: frozenset[Behavior], rng: random.Random, answers: str, budget: int,
+               integer_division: bool) -> Trace | None:
+    """A breadth-first trace: each level lists several pools one combination away from the kept ones, says
+    which go on, and the last level's pools of two are tried in turn until one reaches the target. With
+    backtracking on, `budget` failed pools (at least one) come first, each dropped with a return to the
+    frontier; with it off the pool that reaches the target is tried first. None when backtracking is on
+    and no kept pool fails."""
+    T = problem.target
+    for _ in range(4):  # backtracking needs a failed pool on the last level: search again in a new order
+        levels, finals = search_levels(problem.numbers, T, random.Random(rng.random()), beam=rng.choice((2, 3)),
+                                       integer_division=integer_division)
+        misses = [leaf for leaf in finals if leaf.solution is None]
+        if B not in behaviors or misses:
+            break
+    hit = next(leaf for leaf in finals if leaf.solution is not None)
+    tried = misses[:budget] if B in behaviors else []
+    if B in behaviors and not tried:
+        return None
+    last = hit.solution
+    full_path = hit.path + (Step(last.left, last.op, last.right, last.result, ()),)
+    slip = _choose_slip(problem, full_path, 0, rng, integer_division) if answers == "incorrect" else None
+    op_at = lambda k: slip[1] if slip and slip[0] == k else full_path[k].op  # noqa: E731
+
+    say = lambda bank, **kw: rng.choice(bank).format(**kw)  # noqa: E731 - local shorthand
+    lines = [say(OPENING, nums=_listing(problem.numbers), T=T)]
+    if C in behaviors:
+        lines.append(_backward_plan(problem, rng))
+    if S in behaviors:
+        lines.append(say(PLAN))
+    lines.append(say(BFS_INTRO))
+    candidate, parent_form, label = rng.choice(CANDIDATE), rng.choice(PARENT), rng.choice(LEVEL_LABEL)
+    parents: list[tuple[Step, ...]] = [()]
+    start = tuple(Fraction(n) for n in problem.numbers)
+    values_of = lambda path: path[-1].remaining if path else start  # noqa: E731
+    for level in levels:
+        k = level.depth
+        kept = set(level.kept)
+        extra = [p for p in level.candidates if p not in kept]
+        shown = set(level.kept) | set(extra[: rng.randint(1, 2)])
+        for parent in parents:  # every kept pool of the level before shows at least one of its moves
+            children = [p for p in level.candidates if p[:-1] == parent]
+            if children and not any(p in shown for p in children):
+                shown.add(rng.choice(children))
+
+        def show(path):
+            step = path[-1]
+            op = op_at(k - 1) if path == hit.path[:k] else step.op
+            return candidate.format(a=_n(step.left), op=op, b=_n(step.right), r=_n(step.result),
+                                    rest=_pool(step.remaining))
+
+        groups = []
+        for parent in parents:
+            moves = [show(p) for p in level.candidates if p in shown and p[:-1] == parent]
+            if moves:
+                groups.append((parent, moves))
+        head_label = rng.choice(STEP_LABEL).format(k=k) if S in behaviors else label.format(k=k)
+        lines.append(say(LEVEL_HEAD, label=head_label, parents=" and ".join(_pool(values_of(p)) for p in parents)))
+        if len(groups) == 1:
+            lines += [f"- {move}" for move in groups[0][1]]
+        else:
+            lines += [f"- {parent_form.format(state=_pool(values_of(p)), moves='; '.join(moves))}" for p, moves in groups]
+        kept_text = ", ".join(_pool(values_of(p)) for p in level.kept)
+        set_aside = [p for p in level.candidates if p in shown and p not in kept]
+        if k == len(levels):
+            lines.append(say(FRONTIER_END, kept=kept_text))
+        else:
+            lines.append(say(KEEP, kept=kept_text))
+        if set_aside:
+            lines.append(say(SET_ASIDE, others=", ".join(_pool(values_of(p)) for p in set_aside)))
+        parents = list(level.kept)
+
+    for n, leaf in enumerate(tried):
+        options = "; ".join(f"{_n(leaf.values[0])} {op} {_n(leaf.values[1])} = {_n(r)}"
+                            for op, r in _final_options(leaf, integer_division))
+        lines.append(say(FINALS, x=_n(leaf.values[0]), y=_n(leaf.values[1]), options=options))
+        if V in behaviors:
+            lines.append(say(CHECK_DEAD_END, T=T))
+        closest = min((r for _, r in leaf.finals), key=lambda r: abs(r - T), default=leaf.values[0])
+        lines.append(say(DEAD_END, T=T, closest=_n(closest)))
+        following = tried[n + 1] if n + 1 < len(tried) else hit
+        lines.append(say(BFS_RETURN, state=_pool(following.values)))
+
+    pool = _Pool(problem.numbers)
+    for step in hit.path:
+        pool.combine(step)
+    x, y, op = _n(last.left), _n(last.right), last.op
+    inner, outer = sorted((last.left, last.right), key=lambda v: -len(pool.sources(v)))
+    named = dict(T=T, x=_n(inner), y=_n(outer), last=f"{x} {op} {y}", srcs=_listing(pool.sources(inner)))
+    if C in behaviors:
+        lines.append(say(BACKWARD_HIT, **named))
+    if S in behaviors and hit.path:
+        lines.append(say(INTERMEDIATE, **named))
+    final_op = op_at(len(full_path) - 1)
+    lines.append(say(HIT, x=x, y=y, op=final_op, T=T))
+    if V in behaviors:
+        lines.append(say(CHECK_HIT, x=x, y=y, op=final_op, T=T))
+    chain = ", ".join(f"{_n(s.left)} {op_at(k)} {_n(s.right)} = {_n(s.result)}" for k, s in enumerate(full_path))
+    if hit.path:
+        lines.append(say(PATH, chain=", ".join(
+            f"{_n(s.left)} {op_at(k)} {_n(s.right)} = {_n(s.result)}" for k, s in enumerate(hit.path))))
+
+    pool = _Pool(problem.numbers)
+    for k, step in enumerate(full_path):
+        pool.combine(step, op_at(k))
+    expr = pool.expression()
+    if V in behaviors:
+        lines.append(say(CHECK_FINAL, chain=chain, expr=expr))
+    lines.append(say(CONCLUSION, expr=expr))
+    check = check_expression(expr, problem.numbers, T)
+    if check.status == "invalid":
+        raise TraceError(f"the written answer {expr!r} is not valid: {check.reason}")
+    return Trace(text="\n".join(lines), answer=expr, behaviors=behaviors, strategy="bfs", dead_ends=len(tried),
+                 answer_correct=check.status == "correct")
 
 
 def _search(problem: Problem, strategy: str, budget: int, rng: random.Random, integer_division: bool):

@@ -186,9 +186,12 @@ def search_leaves(
     """The solver's search as the trace writer narrates it, yielding each two-value state in the
     order the strategy reaches it. dfs: moves in a seeded random order; best_first: moves whose
     result lies nearest the target first (the Stream-of-Search heuristic, greedy)."""
-    if strategy not in ("dfs", "best_first"):
-        raise ValueError(f"unknown search strategy {strategy!r}; use dfs or best_first")
+    if strategy not in ("dfs", "best_first", "bfs"):
+        raise ValueError(f"unknown search strategy {strategy!r}; use dfs, best_first or bfs")
     rng = rng or random.Random(0)
+    if strategy == "bfs":
+        yield from search_levels(numbers, target, rng, integer_division=integer_division)[1]
+        return
     goal = Fraction(target)
     start = tuple(Fraction(n) for n in numbers)
 
@@ -216,6 +219,65 @@ def search_leaves(
     if len(start) < 2:
         raise ValueError("Countdown needs at least two numbers")
     yield from walk(start, ())
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of a breadth-first (beam) search: the states one more combination reaches from the
+    states kept at the level before, and the few of them kept for the next level."""
+
+    depth: int
+    candidates: tuple[tuple[Step, ...], ...]  # paths to every distinct pool generated at this level
+    kept: tuple[tuple[Step, ...], ...]  # the beam carried on (always includes the solution's state)
+
+
+def _leaf(values: tuple[Fraction, ...], path: tuple[Step, ...], goal: Fraction, integer_division: bool) -> Leaf:
+    moves = list(_moves(values, integer_division))
+    hit = next((Step(values[i], op, values[j], r, (r,)) for i, j, op, r in moves if r == goal), None)
+    return Leaf(path=path, values=values, finals=tuple((op, r) for _, _, op, r in moves), solution=hit)
+
+
+def search_levels(
+    numbers: tuple[int, ...], target: int, rng: random.Random | None = None, beam: int = 3,
+    integer_division: bool = True,
+) -> tuple[list[Level], list[Leaf]]:
+    """Breadth-first search with a small seeded beam, as in Stream of Search: every pool one combination
+    away from the kept pools forms the next level; the pool on a solution path (found by the exhaustive
+    solver) is always kept, so the search reaches the target, and the others kept are drawn from the pools
+    whose values lie nearest the target. Returns the levels and the kept two-value states (in a seeded
+    order) of the last level; at least one of them reaches the target."""
+    rng = rng or random.Random(0)
+    goal = Fraction(target)
+    start = tuple(Fraction(n) for n in numbers)
+    if len(start) < 2:
+        raise ValueError("Countdown needs at least two numbers")
+    solution = next((leaf for leaf in search_leaves(numbers, target, "dfs", random.Random(rng.random()),
+                                                    integer_division) if leaf.solution is not None), None)
+    if solution is None:
+        raise ValueError(f"{numbers} cannot reach {target}")
+    levels: list[Level] = []
+    kept: list[tuple[Step, ...]] = [()]
+    for depth in range(1, len(start) - 1):
+        on_path = solution.path[:depth]
+        seen = {tuple(sorted(on_path[-1].remaining))}
+        candidates = [on_path]
+        for path in kept:
+            values = path[-1].remaining if path else start
+            for i, j, op, result in _moves(values, integer_division):
+                rest = tuple(values[k] for k in range(len(values)) if k not in (i, j)) + (result,)
+                key = tuple(sorted(rest))
+                if key not in seen:
+                    seen.add(key)
+                    candidates.append(path + (Step(values[i], op, values[j], result, rest),))
+        others = sorted(candidates[1:], key=lambda p: (min(abs(v - goal) for v in p[-1].remaining), rng.random()))
+        pool = others[: beam + 1]
+        chosen = [on_path] + rng.sample(pool, min(beam - 1, len(pool)))
+        rng.shuffle(chosen)
+        rng.shuffle(candidates)
+        levels.append(Level(depth, tuple(candidates), tuple(chosen)))
+        kept = chosen
+    finals = [_leaf(path[-1].remaining if path else start, path, goal, integer_division) for path in kept]
+    return levels, finals
 
 
 def expression_of(numbers: tuple[int, ...], steps: tuple[Step, ...]) -> str:
