@@ -2,6 +2,8 @@
 
 One parquet row per document per classifier run. Source text stays out; join on `id`.
 A count is null when it could not be determined (and `error` says why) - never 0.
+`scores` holds a per-behavior probability for classifiers that have one (distilled_v1); it is null for
+classifiers without scores (cues_v1, llm_v1), and a behavior without a score is null inside the struct.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ EVIDENCE_TYPE = pa.list_(
     pa.struct([("behavior", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
 )
 
+SCORES_TYPE = pa.struct([(name, pa.float32()) for name in BEHAVIOR_NAMES])
+
 ATTRIBUTE_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
         *[(name, pa.int32()) for name in BEHAVIOR_NAMES],
         ("evidence", EVIDENCE_TYPE),
+        ("scores", SCORES_TYPE),
         ("classifier", pa.string()),
         ("model", pa.string()),
         ("prompt_version", pa.string()),
@@ -44,6 +49,8 @@ class Labels:
     counts: dict[str, int | None] = field(default_factory=lambda: {b: None for b in BEHAVIOR_NAMES})
     evidence: list[Evidence] = field(default_factory=list)
     error: str | None = None
+    # Per-behavior probability (0..1) for classifiers that score; None for those that only count.
+    scores: dict[str, float | None] | None = None
 
     @classmethod
     def failed(cls, reason: str) -> "Labels":
@@ -57,6 +64,7 @@ def attribute_row(
         "id": doc_id,
         **{b: labels.counts.get(b) for b in BEHAVIOR_NAMES},
         "evidence": [{"behavior": e.behavior, "start": e.start, "end": e.end} for e in labels.evidence],
+        "scores": None if labels.scores is None else {b: labels.scores.get(b) for b in BEHAVIOR_NAMES},
         "classifier": classifier,
         "model": model,
         "prompt_version": prompt_version,

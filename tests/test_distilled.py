@@ -110,6 +110,15 @@ def test_save_load_round_trip_and_tagging(trained, tmp_path):
     by_id = {r["id"]: r for r in rows}
     first = json.loads(trained["corpus"].open().readline())["id"]
     assert all(by_id[first][b] == labels[0].counts[b] for b in BEHAVIOR_NAMES)
+    # The scores column carries each head's probability (float32); behaviors without a head are null.
+    assert pq.read_schema(_shard(result.tags_dir)).equals(ATTRIBUTE_SCHEMA)
+    ids = [json.loads(line)["id"] for line in trained["corpus"].open()][:6]
+    for b in BEHAVIOR_NAMES:
+        written = [by_id[i]["scores"][b] for i in ids]
+        if b in heads.weights:
+            np.testing.assert_allclose(written, expected[b], rtol=1e-5, atol=1e-6)
+        else:
+            assert written == [None] * len(ids)
 
 
 def test_long_document_is_chunked_and_pooled(trained):

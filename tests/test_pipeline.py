@@ -53,6 +53,7 @@ def test_tag_writes_attribute_schema(corpus: Path, tmp_path: Path):
     assert set(rows) == {d for d, _ in DOCS}
     assert rows["d-back"]["backtracking"] >= 1 and rows["d-plain"]["backtracking"] == 0
     assert rows["d-both"]["classifier"] == "cues_v1" and rows["d-both"]["error"] is None
+    assert all(r["scores"] is None for r in rows.values())  # cues count, they do not score
     evidence = rows["d-verify"]["evidence"]
     text = dict(DOCS)["d-verify"]
     assert any(text[e["start"]:e["end"]].lower().startswith("double") for e in evidence)

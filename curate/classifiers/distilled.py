@@ -181,17 +181,9 @@ class DistilledClassifier(Classifier):
             counts = {b: None for b in BEHAVIOR_NAMES}
             for b, s in scores.items():
                 counts[b] = int(s[i] >= self.heads.thresholds[b])
-            label = DistilledLabels(counts=counts, error=self._missing_reason)
-            label.scores = {b: float(s[i]) for b, s in scores.items()}
-            labels.append(label)
+            labels.append(Labels(counts=counts, error=self._missing_reason,
+                                 scores={b: float(s[i]) for b, s in scores.items()}))
         return labels
-
-
-@dataclass
-class DistilledLabels(Labels):
-    """Labels plus each head's probability, for callers that rank or re-threshold documents."""
-
-    scores: dict[str, float] = field(default_factory=dict)
 
 
 @register("distilled_v1")

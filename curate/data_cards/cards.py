@@ -87,6 +87,8 @@ BEHAVIOR_FIELDS = [
     ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32, nullable",
      "how many sentences show the behavior; null = could not be determined"),
     ("`evidence`", "list of {behavior, start, end}", "character spans of the cues found"),
+    ("`scores`", "struct of float32 per behavior, nullable",
+     "probability of each behavior (distilled classifiers); null for classifiers that only count"),
     ("`classifier`", "string", "versioned classifier that produced the counts"),
     ("`n_chars`", "int64", "length of `text` in characters"),
     ("`source`", "string", "file or dataset the document came from"),

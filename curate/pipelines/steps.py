@@ -14,7 +14,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
 from curate.pipelines.readers import REJECT_REASON, is_reject
-from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, Labels, attribute_row
+from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
 
 ATTRIBUTES = "curate_attributes"
 PARTIAL = ".partial"
@@ -151,6 +151,7 @@ DATASET_SCHEMA = pa.schema(
         ("text", pa.string()),
         *[(name, pa.int32()) for name in BEHAVIOR_NAMES],
         ("evidence", EVIDENCE_TYPE),
+        ("scores", SCORES_TYPE),
         ("classifier", pa.string()),
         ("n_chars", pa.int64()),
         ("source", pa.string()),
@@ -165,6 +166,7 @@ def _dataset_row(_writer, document: Document) -> dict:
         "text": document.text,
         **{b: attributes[b] for b in BEHAVIOR_NAMES},
         "evidence": attributes["evidence"],
+        "scores": attributes.get("scores"),  # absent in shards written before the column existed
         "classifier": attributes["classifier"],
         "n_chars": attributes["n_chars"],
         "source": str(document.metadata.get("source", "")),
