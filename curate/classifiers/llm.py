@@ -237,6 +237,10 @@ def parse_count(answer: str, behavior: str | None = None) -> int:
         if match := pattern.search(text):
             return _as_count(match.group(1))
     labelled = {m.group(1) for m in LABELLED.finditer(text)}
+    if behavior:
+        # Models often echo the question ("Count: backtracking") and put the number after its name.
+        name = r"[\s_-]*".join(map(re.escape, behavior.split("_")))
+        labelled |= {m.group(1) for m in re.finditer(rf"\b{name}\b\W{{0,3}}(?:is|=|:|-)?\s*\**\s*(-?\d+)\b", text, re.IGNORECASE)}
     if len(labelled) == 1:
         return _as_count(labelled.pop())
     if len(labelled) > 1:
