@@ -1,6 +1,6 @@
 """Throughput of `tag --classifier distilled:MODEL_DIR` on CPU against raw `SentenceTransformer.encode`.
 
-    python bench/distilled_throughput.py [--docs 300] [--batch-size 64] [--encode-batch-size 64]
+    python bench/distilled_throughput.py [--docs 300] [--batch-size 64] [--encode-batch-size 64] [--repeats 2]
                                          [--max-chunks 4] [--train-per-source 60] [--workdir DIR]
 
 1. Builds a distilled model here: real math texts from ../shared/data (the sources of
@@ -10,9 +10,20 @@
      benchmark corpus of other texts - reading, tokenising, windowing, embedding, pooling, heads, parquet;
    - raw: `SentenceTransformer.encode` of exactly the windows the classifier embeds for those texts
      (computed beforehand, outside the timed region), batch size = the classifier's encode batch size.
-   Both timings include loading the embedding model (the pipeline loads it inside its worker), and the raw
-   encode alone is reported too. Peak RSS is the child's ru_maxrss.
-Target: pipeline >= 0.9 x raw (the pipeline adds at most 10 %).
+   Peak RSS is the child's ru_maxrss.
+
+What is compared (equal work on both sides): each child imports the embedding stack (`sentence_transformers`,
+which pulls in torch and transformers) *before* its timer starts, because that import is the same fixed cost
+for both and does not depend on the corpus. Earlier versions imported it before the raw timer but inside the
+pipeline's (the worker imports it lazily), which charged ~4 s of library import to the pipeline alone and
+was most of the reported gap at 300 documents. The timed region is then, on both sides, loading the model
+plus the work; the pipeline's own extra cost - importing the classifier registry (the cue classifier pulls in
+spacy), datatrove, reading, tokenising, windowing, pooling, heads and writing parquet - stays inside its
+timer. Both sides encode the same windows with the same encode batch size (sentence-transformers sorts each
+encode call by length on both sides). The whole-process wall time (interpreter start, every import, model
+load, work), measured by the parent, is printed for both as well, so nothing is hidden.
+Target: pipeline >= 0.9 x raw (the pipeline adds at most 10 %). Use enough documents (600+) that the fixed
+costs are amortised; on a shared machine other jobs add noise, so the ratio varies by a few percent per run.
 """
 
 from __future__ import annotations
@@ -31,19 +42,23 @@ sys.path.insert(0, str(ROOT))
 
 
 def child_pipeline(args) -> dict:
+    import sentence_transformers  # noqa: F401 - same fixed import cost as the raw child, outside both timers
+
     from curate.pipelines.readers import InputSpec
     from curate.pipelines.tag import run_tagging
 
+    cpu = cpu_seconds()
     started = time.perf_counter()
     result = run_tagging(InputSpec(path=str(args.corpus)), args.out, f"distilled:{args.model_dir}", tasks=1, workers=1,
                          batch_size=args.batch_size, progress=False,
                          classifier_options={"batch_size": args.encode_batch_size})
     seconds = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu
     import pyarrow.parquet as pq
     from curate.pipelines.query import parquet_files
 
     rows = sum(pq.read_metadata(f).num_rows for f in parquet_files(result.tags_dir))
-    return {"seconds": seconds, "rows": rows}
+    return {"seconds": seconds, "cpu_seconds": cpu, "rows": rows}
 
 
 def child_raw(args) -> dict:
@@ -52,27 +67,41 @@ def child_raw(args) -> dict:
     from curate.classifiers.distilled import resolve_embedding_model
 
     windows = json.loads(Path(args.windows).read_text())
+    cpu = cpu_seconds()
     started = time.perf_counter()
     model = SentenceTransformer(resolve_embedding_model(args.embedding_model), device="cpu")
     loaded = time.perf_counter()
     vectors = model.encode(windows, batch_size=args.encode_batch_size, normalize_embeddings=True,
                            convert_to_numpy=True, show_progress_bar=False)
     done = time.perf_counter()
-    return {"seconds": done - started, "encode_seconds": done - loaded, "rows": int(vectors.shape[0])}
+    return {"seconds": done - started, "encode_seconds": done - loaded, "cpu_seconds": cpu_seconds() - cpu,
+            "rows": int(vectors.shape[0])}
+
+
+def cpu_seconds() -> float:
+    # User + system time of every thread of this process: on a shared 2-core machine wall time swings with
+    # other jobs' load, CPU time much less, so both are reported.
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_child(kind: str, extra: list[str]) -> dict:
     """Runs this script as `--child KIND` in a fresh process; returns its JSON plus its peak RSS, read from the
     rusage of that one child (os.wait4), not from the parent."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
         process = subprocess.Popen([sys.executable, __file__, "--child", kind, *extra], stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         if process.returncode != 0:
             sys.exit(f"{kind} child failed ({process.returncode}):\n{err.read()[-4000:]}")
         result = json.loads(out.read().strip().splitlines()[-1])
     result["max_rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
+    result["process_seconds"] = wall
     return result
 
 
@@ -113,6 +142,7 @@ def main() -> None:
     parser.add_argument("--max-chunks", type=int, default=4)
     parser.add_argument("--train-per-source", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=2, help="runs per side, in ABBA order; figures are means")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--child", choices=["pipeline", "raw"], help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
@@ -166,16 +196,25 @@ def main() -> None:
     windows_path.write_text(json.dumps(windows))
     megabytes = sum(len(t.encode()) for t in texts) / 1e6
 
-    raw = run_child("raw", ["--windows", str(windows_path), "--embedding-model", metadata["embedding_model"],
-                            "--encode-batch-size", str(args.encode_batch_size)])
-    pipeline = run_child("pipeline", ["--corpus", str(corpus), "--out", str(workdir / "bench_tags"), "--model-dir",
-                                      str(model_dir), "--batch-size", str(args.batch_size),
-                                      "--encode-batch-size", str(args.encode_batch_size)])
+    raw_args = ["--windows", str(windows_path), "--embedding-model", metadata["embedding_model"],
+                "--encode-batch-size", str(args.encode_batch_size)]
+    pipeline_args = ["--corpus", str(corpus), "--model-dir", str(model_dir), "--batch-size", str(args.batch_size),
+                     "--encode-batch-size", str(args.encode_batch_size)]
+    # ABBA order (raw, pipeline, pipeline, raw, ...) so a slow spell of other jobs on the machine does not
+    # land on one side only; each side's figures are the mean of its runs.
+    runs: dict[str, list[dict]] = {"raw": [], "pipeline": []}
+    for r in range(args.repeats):
+        for kind in (("raw", "pipeline") if r % 2 == 0 else ("pipeline", "raw")):
+            extra = raw_args if kind == "raw" else [*pipeline_args, "--out", str(workdir / f"bench_tags_{r}")]
+            runs[kind].append(run_child(kind, extra))
+    raw, pipeline = ({k: sum(x[k] for x in runs[kind]) / len(runs[kind]) for k in runs[kind][0]} for kind in ("raw", "pipeline"))
+    raw["max_rss_mb"] = max(x["max_rss_mb"] for x in runs["raw"])
+    pipeline["max_rss_mb"] = max(x["max_rss_mb"] for x in runs["pipeline"])
     assert pipeline["rows"] == len(documents), pipeline
     assert raw["rows"] == len(windows), raw
 
     n = len(documents)
-    print(f"\n{n} documents ({megabytes:.2f} MB, {len(windows)} windows, max_chunks {metadata['max_chunks']}), CPU, "
+    print(f"\n{n} documents, {args.repeats} run(s) per side ({megabytes:.2f} MB, {len(windows)} windows, max_chunks {metadata['max_chunks']}), CPU, "
           f"{os.cpu_count()} cores, tag --batch-size {args.batch_size}, encode batch {args.encode_batch_size}")
     print("| run | seconds | docs/s | MB/s | peak RSS MiB |")
     print("|---|---|---|---|---|")
@@ -185,9 +224,22 @@ def main() -> None:
           f"{megabytes / raw['encode_seconds']:.3f} | |")
     print(f"| tag --classifier distilled (run_tagging, 1 task/1 worker) | {pipeline['seconds']:.1f} | "
           f"{n / pipeline['seconds']:.1f} | {megabytes / pipeline['seconds']:.3f} | {pipeline['max_rss_mb']:.0f} |")
+    print(f"| raw, whole process (start-up + imports + load + encode) | {raw['process_seconds']:.1f} | "
+          f"{n / raw['process_seconds']:.1f} | {megabytes / raw['process_seconds']:.3f} | |")
+    print(f"| tag, whole process (start-up + imports + pipeline) | {pipeline['process_seconds']:.1f} | "
+          f"{n / pipeline['process_seconds']:.1f} | {megabytes / pipeline['process_seconds']:.3f} | |")
+    print(f"| raw, CPU time of the timed region (all threads) | {raw['cpu_seconds']:.1f} | "
+          f"{n / raw['cpu_seconds']:.1f} | {megabytes / raw['cpu_seconds']:.3f} | |")
+    print(f"| tag, CPU time of the timed region (all threads) | {pipeline['cpu_seconds']:.1f} | "
+          f"{n / pipeline['cpu_seconds']:.1f} | {megabytes / pipeline['cpu_seconds']:.3f} | |")
+    print("per run (raw / pipeline wall s): " + ", ".join(f"{x['seconds']:.1f}" for x in runs["raw"]) + " / "
+          + ", ".join(f"{x['seconds']:.1f}" for x in runs["pipeline"]))
     ratio = raw["seconds"] / pipeline["seconds"]
-    print(f"\nratio pipeline / raw (both with model load): {ratio:.2f} x (target >= 0.9: "
-          f"{'met' if ratio >= 0.9 else 'NOT met'}); against encode only: {raw['encode_seconds'] / pipeline['seconds']:.2f} x")
+    print(f"\nratio pipeline / raw (throughput; both with model load, shared library import excluded from both): "
+          f"{ratio:.2f} x (target >= 0.9: {'met' if ratio >= 0.9 else 'NOT met'}); against raw encode only: "
+          f"{raw['encode_seconds'] / pipeline['seconds']:.2f} x; whole processes: "
+          f"{raw['process_seconds'] / pipeline['process_seconds']:.2f} x; CPU time: "
+          f"{raw['cpu_seconds'] / pipeline['cpu_seconds']:.2f} x")
 
 
 if __name__ == "__main__":

@@ -208,7 +208,7 @@ def build(
                      f"Names: {', '.join(BEHAVIOR_NAMES)} (aliases: subgoal, backchaining)."),
     ],
     input: InputOption = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Dataset directory (default: datasets/<behaviors>).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Dataset directory (default: datasets/BEHAVIORS).")] = None,
     tags: Annotated[Optional[Path], typer.Option(help="Tags root to reuse across builds (default: OUTPUT/tags).")] = None,
     classifier: ClassifierOption = "cues",
     min_count: Annotated[int, typer.Option(help="Each chosen behavior must occur at least this often.", min=1)] = 1,
@@ -935,6 +935,11 @@ def cpt(
     seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
     tolerance: Annotated[float, typer.Option(help="Allowed relative gap of each token total to the budget.")] = 0.01,
     length_bins: Annotated[int, typer.Option(help="Length strata for matching the two length distributions.", min=1)] = 10,
+    length_match: Annotated[str, typer.Option(help="common: cut both pools to their common length range and fill both "
+                                              "to the length profile both can supply; range: the cut only; none: "
+                                              "stratified filling only.")] = "common",
+    length_trim: Annotated[float, typer.Option(help="Quantile trimmed off each end of each pool before the common "
+                                               "length range is taken.", min=0.0, max=0.49)] = 0.025,
     domain_key: Annotated[Optional[str], typer.Option(help="Tag column or corpus field to match the domain mix on "
                                                       "(default: a `domain` tag column where there is one).")] = None,
     text_key: TextKey = "text",
@@ -987,7 +992,7 @@ def cpt(
                              max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
     try:
         result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
-                         domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+                         length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                          rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
                          license=license, command=shlex.join(sys.argv))
     except (CPTError, FileNotFoundError, RuntimeError, ValueError) as error:
@@ -1000,6 +1005,13 @@ def cpt(
         ("length KS statistic", f"{report.ks_statistic:.4f}"),
         ("candidates", f"{result.pools.get('enriched', 0):,} enriched / {result.pools.get('minimized', 0):,} minimized"),
     ]
+    if report.length_match != "none":
+        from curate.pipelines.cpt import length_removed
+
+        removed = length_removed(result.pools, report)
+        span = f"{report.length_range[0]:,}-{report.length_range[1]:,} tokens" if report.length_range else "-"
+        rows.append((f"length match ({report.length_match})", f"common range {span}; removed {removed['enriched']:,} "
+                                                             f"enriched / {removed['minimized']:,} minimized candidates"))
     if result.rewrite:
         for variant in ("enriched", "minimized"):
             dropped = result.rewrite.dropped[variant]

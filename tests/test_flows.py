@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from prefect import flow
@@ -16,6 +17,7 @@ from prefect.testing.utilities import prefect_test_harness
 from curate.cli import SAMPLE_CORPUS
 from curate.data_cards.cards import check_card
 from curate.flows.build import build_flow
+from curate.flows.cpt import cpt_flow
 from curate.flows.curate_pipeline import curate_pipeline
 from curate.flows.deployments import load_deployments, load_flow
 from curate.flows.export import export_flow
@@ -25,6 +27,7 @@ from curate.flows.priming import priming_flow
 from curate.flows.publish import PublishParameters, publish_flow, push
 from curate.flows.tag import tag_flow
 from curate.pipelines.publish import validate_dataset
+from curate.pipelines.readers import InputSpec
 from tests.test_publish import TOKEN, StandInHub, make_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +193,7 @@ def test_every_deployment_parses_and_points_at_a_flow_that_exists(tmp_path, monk
 
     specs = load_deployments(ROOT / "prefect.yaml")
     assert {"nightly-tag", "weekly-rebuild-publish", "weekly-priming", "weekly-multihop", "mcqa",
-            "export-verl"} <= {s.name for s in specs}
+            "export-verl", "cpt"} <= {s.name for s in specs}
     # Parameters name paths relative to the project; validate them where such a project exists.
     shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
     (tmp_path / "problems" / "gsm8k").mkdir(parents=True)
@@ -198,6 +201,8 @@ def test_every_deployment_parses_and_points_at_a_flow_that_exists(tmp_path, monk
     (tmp_path / "problems" / "mcqa").mkdir()
     (tmp_path / "problems" / "mcqa" / "items.jsonl").write_text(MCQA_LINE)
     make_dataset(tmp_path / "datasets" / "multihop")
+    (tmp_path / "tags" / "cues_v1").mkdir(parents=True)  # the cpt deployment reads the nightly-tag output
+    pq.write_table(pa.table({"id": ["a"]}), tmp_path / "tags" / "cues_v1" / "attributes_00000.parquet")
     monkeypatch.chdir(tmp_path)
     for spec in specs:
         loaded = load_flow(spec, ROOT)
@@ -280,3 +285,26 @@ def test_pipeline_can_publish_the_export_as_a_dry_run(corpus, tmp_path):
     listed = [f["path_in_repo"] for f in result["publish"]["files"]]
     assert result["publish"]["dry_run"] is True and listed[0] == "README.md"
     assert {p for p in listed if p.startswith("data/")} == {f"data/{Path(f).name}" for f in result["export"]["files"]}
+
+
+def test_cpt_flow_matches_both_sets_caches_and_validates(corpus, tmp_path):
+    from curate.pipelines.tag import run_tagging
+    from tests.tiny_model import make_tiny_chat_model
+
+    tags = run_tagging(InputSpec(str(corpus / "*.jsonl")), tmp_path / "tags", "cues", progress=False).tags_dir
+    params = {"tags": str(tags), "texts": str(corpus / "*.jsonl"), "tokens": "4k", "output": str(tmp_path / "cpt"),
+              "tokenizer": str(make_tiny_chat_model(tmp_path / "model")), "seed": 3, "export": False}
+    state = cpt_flow(params=params, return_state=True)
+    summary = state.result()
+    tokens = {v: sum(pq.read_table(tmp_path / "cpt" / v / "data")["n_tokens"].to_pylist()) for v in ("enriched", "minimized")}
+    assert tokens == {"enriched": summary["match"]["enriched_tokens"], "minimized": summary["match"]["minimized_tokens"]}
+    assert all(abs(t - 4000) <= 40 for t in tokens.values()) and summary["match"]["length_match"] == "common"
+    assert "length matching | `common`" in (tmp_path / "cpt" / "enriched" / "README.md").read_text()
+    again = cpt_flow(params=params, return_state=True)
+    assert again.result() == summary and [run.state.name for run in task_runs(again)] == ["Cached"]
+
+    for bad, match in (({"tokens": "lots"}, "--tokens"), ({"length_match": "exact"}, "length_match"),
+                       ({"behaviors": "nope"}, "nope"), ({"tags": str(corpus)}, "no attribute shards")):
+        with pytest.raises(ParameterTypeError, match=match):
+            cpt_flow(params={**params, **bad, "output": str(tmp_path / "bad")})
+    assert not (tmp_path / "bad").exists()

@@ -26,7 +26,8 @@ from curate.pipelines.tag import run_tagging
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "sample_data" / "corpus"
 HAS_RAY = __import__("importlib").util.find_spec("ray") is not None
-# Opt-in (CURATE_SLOW=1): Ray starts one actor process per task, which on 2 cores takes minutes here.
+# Opt-in (CURATE_SLOW=1): the Ray kill-and-resume test starts a Ray cluster and one actor process per task
+# for 12 tasks, twice, which on 2 cores takes minutes. The Ray-against-local test runs by default (~20 s).
 slow = [pytest.mark.slow, pytest.mark.skipif(not os.environ.get("CURATE_SLOW"), reason="slow; set CURATE_SLOW=1")]
 
 
@@ -115,8 +116,6 @@ def test_sigkill_mid_run_then_rerun_ray(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_RAY, reason="Ray not installed (pip install 'ray[default]')")
-@slow[0]
-@slow[1]
 def test_ray_gives_the_same_tags_as_local(tmp_path):
     write_corpus(tmp_path / "corpus", files=4, per_file=20)
     spec = InputSpec(str(tmp_path / "corpus"))

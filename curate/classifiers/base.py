@@ -7,6 +7,7 @@ an argument after a colon (`distilled:MODEL_DIR`).
 
 from __future__ import annotations
 
+import importlib
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -45,23 +46,30 @@ def register(name: str):
     return decorator
 
 
+# Built-in classifiers by name, imported only when used: spaCy, sentence-transformers and the LLM
+# client stack each take seconds to import, and a worker needs just one of them.
+BUILTIN: dict[str, str] = {
+    "cues_v1": "curate.classifiers.cues",
+    "llm_v1": "curate.classifiers.llm",
+    "cascade_v1": "curate.classifiers.cascade",
+    "distilled_v1": "curate.classifiers.distilled",
+}
+
+
 def registered_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | set(BUILTIN))
 
 
 def resolve_name(spec: str) -> tuple[str, str | None]:
     """'cues' -> ('cues_v1', None); 'distilled:dir' -> ('distilled_v1', 'dir')."""
-    _load_builtin()
     name, _, argument = spec.partition(":")
     name = name.strip()
-    if name not in _REGISTRY:
-        versions = [
-            (int(m["version"]), n) for n in _REGISTRY if (m := _VERSIONED.match(n)) and m["family"] == name
-        ]
+    known = registered_names()
+    if name not in known:
+        versions = [(int(m["version"]), n) for n in known if (m := _VERSIONED.match(n)) and m["family"] == name]
         if not versions:
             raise UnknownClassifierError(
-                f"unknown classifier {spec!r}. Known: {', '.join(registered_names())} "
+                f"unknown classifier {spec!r}. Known: {', '.join(known)} "
                 "(a family name such as 'cues' picks its newest version)"
             )
         name = max(versions)[1]
@@ -70,10 +78,7 @@ def resolve_name(spec: str) -> tuple[str, str | None]:
 
 def get_classifier(spec: str, **options) -> Classifier:
     name, argument = resolve_name(spec)
+    if name not in _REGISTRY:
+        importlib.import_module(BUILTIN[name])  # runs its @register
     factory = _REGISTRY[name]
     return factory(argument, **options) if argument is not None else factory(**options)
-
-
-def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators.
-    from curate.classifiers import cascade, cues, distilled, llm  # noqa: F401

@@ -402,9 +402,17 @@ class CueClassifier(Classifier):
         return cue.behavior
 
 
+# One classifier per process and batch size. Building one (spaCy pipeline, matchers over every cue
+# expansion) takes about 0.25 s; a worker that runs several tasks, or a tag and a build in one
+# process, would pay it for each. classify() keeps no state between calls, so sharing is safe.
+_BUILT: dict[int, CueClassifier] = {}
+
+
 @register("cues_v1")
 def make_cue_classifier(batch_size: int = 64) -> CueClassifier:
-    return CueClassifier(batch_size=batch_size)
+    if batch_size not in _BUILT:
+        _BUILT[batch_size] = CueClassifier(batch_size=batch_size)
+    return _BUILT[batch_size]
 
 
 CueClassifier.name = "cues_v1"

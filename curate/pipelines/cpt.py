@@ -51,6 +51,9 @@ PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"
 # Characters per token that no real tokenizer exceeds on prose or LaTeX: bounds the pool read from the corpus.
 MAX_CHARS_PER_TOKEN = 8
 LENGTH_EDGES = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# none: stratified filling only. range: both pools first cut to their common length range. common: that range, and
+# both sets filled to the length profile both pools can supply (per-bin token shares min(enriched, minimized)).
+LENGTH_MATCH_MODES = ("common", "range", "none")
 
 POOL_SCHEMA = pa.schema(
     [
@@ -144,9 +147,13 @@ def tag_files(tags: str | Path) -> list[str]:
     return files
 
 
-def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path: Path, domain_key: str | None) -> dict:
+def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path: Path, domain_key: str | None,
+                 length_trim: float | None = None) -> dict:
     """Writes the candidate rows of both pools to `path`, each pool in seeded random order and cut once its
-    characters pass `char_cap`; returns counts. Ids that occur more than once in the tags are ambiguous and dropped."""
+    characters pass `char_cap`; returns counts. Ids that occur more than once in the tags are ambiguous and dropped.
+    With `length_trim`, both pools are first restricted to their common length range in characters (each pool's
+    [trim, 1 - trim] quantiles, intersected): done here, on every candidate, so that the cut pool is drawn from
+    inside the range and still holds enough tokens for the budget."""
     files = tag_files(tags)
     with duckdb.connect() as connection:
         connection.execute(f"CREATE VIEW raw AS SELECT * FROM read_parquet({_sql_list(files)}, union_by_name=true)")
@@ -170,12 +177,16 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
                         WHEN {selection.known()} AND {selection.enriched()} THEN 'enriched'
                         WHEN {selection.known()} AND {selection.minimized()} THEN 'minimized' END AS pool
             FROM counted""")
+        connection.execute("ALTER TABLE labelled ADD COLUMN in_range BOOLEAN DEFAULT TRUE")
+        length_range, removed_chars = None, {}
+        if length_trim is not None:
+            length_range, removed_chars = _restrict_chars(connection, float(length_trim))
         path.parent.mkdir(parents=True, exist_ok=True)
         partial_path = path.with_name(path.name + PARTIAL)
         connection.execute(f"""
-            COPY (SELECT * EXCLUDE (before, copies) FROM (
+            COPY (SELECT * EXCLUDE (before, copies, in_range) FROM (
                 SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                    AS before FROM labelled WHERE pool IS NOT NULL)
+                    AS before FROM labelled WHERE pool IS NOT NULL AND in_range)
                   WHERE coalesce(before, 0) < {int(char_cap)} ORDER BY pool, draw)
             TO '{partial_path}' (FORMAT parquet)""")
         os.replace(partial_path, path)
@@ -183,7 +194,29 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         counts["ambiguous_ids"] = connection.sql("SELECT count(DISTINCT id) FROM labelled WHERE copies > 1").fetchall()[0][0]
         counts["tagged"] = connection.sql("SELECT count(*) FROM labelled").fetchall()[0][0]
         counts["read_into_pool"] = dict(connection.sql(f"SELECT pool, count(*) FROM read_parquet('{path}') GROUP BY 1").fetchall())
-    return {"classifier": classifiers[0], "domain_column": domain_column, **counts}
+    return {"classifier": classifiers[0], "domain_column": domain_column, **counts,
+            "length_range_chars": length_range, "length_removed_chars": removed_chars}
+
+
+def _restrict_chars(connection, trim: float) -> tuple[list[int], dict[str, int]]:
+    """Marks candidates outside the two pools' common character range; returns the range and how many each pool lost."""
+    if not 0 <= trim < 0.5:
+        raise CPTError("--length-trim must be at least 0 and below 0.5")
+    bounds = dict((pool, (lo, hi)) for pool, lo, hi in connection.sql(
+        f"SELECT pool, quantile_disc(n_chars, {trim}), quantile_disc(n_chars, {1 - trim}) FROM labelled "
+        "WHERE pool IS NOT NULL AND n_chars IS NOT NULL GROUP BY pool").fetchall())
+    if set(bounds) != set(VARIANTS):
+        return None, {}  # one pool is empty: the budget check reports it, with the counts
+    low, high = max(b[0] for b in bounds.values()), min(b[1] for b in bounds.values())
+    if low > high:
+        raise CPTError(f"the enriched and minimized candidates share no length range (enriched {bounds['enriched'][0]:,}-"
+                       f"{bounds['enriched'][1]:,} characters, minimized {bounds['minimized'][0]:,}-"
+                       f"{bounds['minimized'][1]:,}): lower --length-trim or use --length-match none")
+    connection.execute(f"UPDATE labelled SET in_range = coalesce(n_chars BETWEEN {int(low)} AND {int(high)}, FALSE) "
+                       "WHERE pool IS NOT NULL")
+    removed = dict(connection.sql("SELECT pool, count(*) FROM labelled WHERE pool IS NOT NULL AND NOT in_range "
+                                  "GROUP BY pool").fetchall())
+    return [int(low), int(high)], {v: int(removed.get(v, 0)) for v in VARIANTS}
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -245,6 +278,10 @@ class MatchReport:
     length_edges: list[int]
     strata: int
     strata_short: list[str]  # strata the minimized pool could not fill from the same domain
+    length_match: str = "none"
+    length_range: list[int] | None = None  # common token-length range both pools were cut to
+    length_removed: dict[str, int] = field(default_factory=dict)  # candidates each pool lost to that range
+    length_weights: list[float] | None = None  # common: token share of each length bin, both sets
 
 
 def ks_statistic(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> float:
@@ -302,28 +339,86 @@ def _adjust(chosen: dict[str, Candidate], pool: list[Candidate], total: int, tar
     return total
 
 
+def common_length_range(a: list[int], b: list[int], trim: float = 0.0) -> tuple[int, int] | None:
+    """The intersection of the two samples' [trim, 1 - trim] quantile ranges; None when they do not overlap."""
+    if not 0 <= trim < 0.5:
+        raise CPTError("--length-trim must be at least 0 and below 0.5")
+    if not len(a) or not len(b):
+        return None
+    low = max(int(np.quantile(a, trim, method="lower")), int(np.quantile(b, trim, method="lower")))
+    high = min(int(np.quantile(a, 1 - trim, method="higher")), int(np.quantile(b, 1 - trim, method="higher")))
+    return (low, high) if low <= high else None
+
+
+def _common_weights(enriched: list[Candidate], minimized: list[Candidate], bins: int) -> tuple[list[int], list[float]]:
+    """Length-bin edges (quantiles of both pools together) and per-bin token shares min(enriched, minimized),
+    normalised: the length profile both pools can supply in proportion to their size."""
+    edges = _length_edges([c.n_tokens for c in enriched + minimized], bins)
+    shares = []
+    for pool in (enriched, minimized):
+        mass = np.bincount(np.searchsorted(edges, [c.n_tokens for c in pool], "right"),
+                           weights=[c.n_tokens for c in pool], minlength=len(edges) + 1)
+        shares.append(mass / mass.sum())
+    common = np.minimum(*shares)
+    return edges, (common / common.sum()).tolist()
+
+
 def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: int, tolerance: float = 0.01,
-                length_bins: int = 10) -> tuple[list[str], list[str], MatchReport]:
+                length_bins: int = 10, length_match: str = "none",
+                length_trim: float = 0.0) -> tuple[list[str], list[str], MatchReport]:
     """Both lists in seeded random order. Enriched: taken in order until the budget is reached (within half the
     tolerance). Minimized: filled stratum by stratum (domain x enriched length quantile) to the token mass the
     enriched set has there, then adjusted one document at a time until its total is within half the tolerance of
-    the enriched total, so both are within the tolerance of the budget and of each other."""
+    the enriched total, so both are within the tolerance of the budget and of each other.
+
+    length_match 'range' first cuts both pools to their common token-length range (`length_trim` quantiles off
+    each end of each pool, then intersected): stratified filling cannot match lengths one pool does not have.
+    'common' also fills the enriched set bin by bin to the token shares both pools can supply (see
+    `_common_weights`), so the minimized set is not asked for lengths that are rare in its pool."""
     if not 0 < tolerance < 0.5:
         raise CPTError("--tolerance must be between 0 and 0.5")
+    if length_match not in LENGTH_MATCH_MODES:
+        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {length_match!r}")
     half = tolerance / 2
     low, high = budget * (1 - half), budget * (1 + half)
+    length_range, removed, weights = None, {}, None
+    if length_match != "none":
+        length_range = common_length_range([c.n_tokens for c in enriched], [c.n_tokens for c in minimized], length_trim)
+        if length_range is None:
+            raise CPTError("the enriched and minimized candidates share no token-length range: lower --length-trim "
+                           "or use --length-match none")
+        kept = {v: [c for c in pool if length_range[0] <= c.n_tokens <= length_range[1]]
+                for v, pool in zip(VARIANTS, (enriched, minimized))}
+        removed = {"enriched": len(enriched) - len(kept["enriched"]), "minimized": len(minimized) - len(kept["minimized"])}
+        enriched, minimized = kept["enriched"], kept["minimized"]
+    targets = None
+    if length_match == "common":
+        weight_edges, weights = _common_weights(enriched, minimized, length_bins)
+        targets = [budget * w for w in weights]
+        filled_bins = [0] * len(targets)
     chosen_e, total_e = [], 0
     for candidate in enriched:
         if total_e >= low:
             break
+        if targets is not None:
+            b = int(np.searchsorted(weight_edges, candidate.n_tokens, "right"))
+            # As for the minimized strata: take the document while it brings its bin closer to its target.
+            if targets[b] - filled_bins[b] < candidate.n_tokens / 2:
+                continue
+            filled_bins[b] += candidate.n_tokens
         # A document that would overshoot is passed over only in the last few documents of the budget.
         if total_e + candidate.n_tokens <= high:
             chosen_e.append(candidate)
             total_e += candidate.n_tokens
+        elif targets is not None:
+            filled_bins[b] -= candidate.n_tokens
     available = sum(c.n_tokens for c in enriched)
     if available < low:
-        raise CPTError(f"the enriched pool holds {available:,} tokens, fewer than --tokens {budget:,}: lower --tokens, "
-                       "--min-behaviors or --min-count, or tag more of the corpus")
+        where = (f" inside the common length range {length_range[0]:,}-{length_range[1]:,} tokens ({removed['enriched']:,} "
+                 "candidates outside it)" if length_range else "")
+        raise CPTError(f"the enriched pool holds {available:,} tokens{where}, fewer than --tokens {budget:,}: lower --tokens, "
+                       "--min-behaviors or --min-count, or tag more of the corpus"
+                       + (", or raise --oversample or use --length-match none" if length_range else ""))
     if total_e < low:
         picked = {c.id: c for c in chosen_e}
         total_e = _adjust(picked, enriched, total_e, budget, half * budget)
@@ -364,14 +459,16 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
     if abs(total_e - total_m) > half * total_e:
         raise CPTError(f"cannot match {total_e:,} enriched tokens with the minimized pool (reached {total_m:,}; "
                        f"{len(minimized):,} candidates): the minimized pool is too small or its documents too long "
-                       "for the tolerance")
+                       "for the tolerance" + (" inside the common length range; try --length-match none"
+                                              if length_range else ""))
     order = {c.id: i for i, c in enumerate(minimized)}
     ids_m = sorted(chosen_m, key=order.__getitem__)
     report = MatchReport(
         budget=budget, tolerance=tolerance, enriched_tokens=total_e, minimized_tokens=total_m,
         enriched_documents=len(chosen_e), minimized_documents=len(ids_m),
         ks_statistic=ks_statistic([c.n_tokens for c in chosen_e], [chosen_m[i].n_tokens for i in ids_m]),
-        length_edges=edges, strata=len(target), strata_short=short,
+        length_edges=edges, strata=len(target), strata_short=short, length_match=length_match,
+        length_range=list(length_range) if length_range else None, length_removed=removed, length_weights=weights,
     )
     return [c.id for c in chosen_e], ids_m, report
 
@@ -843,6 +940,32 @@ def _plot_lengths(output: Path, datasets: dict[str, Path], tokenizer: str) -> st
     return path.name
 
 
+def length_removed(pools: dict, report: MatchReport) -> dict[str, int]:
+    """Candidates each pool lost to the common length range: at selection (characters) plus at matching (tokens)."""
+    return {v: int((pools.get("length_removed_chars") or {}).get(v, 0)) + int(report.length_removed.get(v, 0))
+            for v in VARIANTS}
+
+
+def _length_matching_row(parameters: dict, report: MatchReport) -> str:
+    mode = parameters.get("length_match", "none")
+    strata = (f"strata of enriched length quantiles {report.length_edges} x domain "
+              f"(`{parameters.get('domain_column') or parameters.get('domain_key') or 'none'}`)")
+    if mode == "none":
+        return f"| length matching | `none`: {strata} |"
+    chars = parameters["pools"].get("length_range_chars")
+    removed = parameters.get("length_removed") or {}
+    text = (f"| length matching | `{mode}`: both pools cut to their common length range "
+            f"({chars[0]:,}-{chars[1]:,} characters, each pool's {parameters['length_trim']:g}-"
+            f"{1 - parameters['length_trim']:g} quantiles intersected; " if chars else f"| length matching | `{mode}`: (")
+    text += (f"then {report.length_range[0]:,}-{report.length_range[1]:,} tokens), "
+             if report.length_range else "no token range), ")
+    text += f"{removed.get('enriched', 0):,} enriched and {removed.get('minimized', 0):,} minimized candidates removed; "
+    if mode == "common" and report.length_weights:
+        text += "both sets filled to the per-bin token shares both pools can supply " \
+                f"({', '.join(f'{w:.2f}' for w in report.length_weights)}); "
+    return text + strata + " |"
+
+
 def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchReport, tags: Path,
                    rejects: dict[str, int]) -> None:
     from huggingface_hub import DatasetCard, DatasetCardData
@@ -883,8 +1006,7 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
         f"| seed | {selection['seed']} (documents drawn in md5(id:seed) order, not corpus order) |",
         f"| token budget | {report.budget:,} (tolerance {100 * report.tolerance:g} %) |",
         f"| tokenizer | `{parameters['tokenizer']}` |",
-        f"| length matching | strata of enriched length quantiles {report.length_edges} x domain "
-        f"(`{parameters.get('domain_column') or parameters.get('domain_key') or 'none'}`) |",
+        _length_matching_row(parameters, report),
         f"| two-sample KS statistic (token lengths, enriched vs minimized) | {report.ks_statistic:.4f} |",
         f"| domain x length strata the minimized pool could not fill (filled from the same length bin) | "
         f"{len(report.strata_short)} of {report.strata}{': ' + ', '.join(report.strata_short[:8]) if report.strata_short else ''}"
@@ -904,7 +1026,10 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
         "## Rejected records", "", rejects_table(rejects), "",
         "## Limitations", "",
         "Counts come from an automatic classifier and carry its errors. Length matching is by strata, so the two "
-        "distributions agree up to the KS statistic above, not exactly.",
+        "distributions agree up to the KS statistic above, not exactly. With `common` or `range` length matching, "
+        "documents outside the two pools' common length range (counted above) are in neither set: the enriched set "
+        "then under-represents the longest behavior-rich documents, by design, so that length does not confound "
+        "the comparison.",
     ]
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n" + "\n".join(lines) + "\n")
     card.save(output / "README.md.partial")
@@ -959,6 +1084,8 @@ def run_cpt(
     length_bins: int = 10,
     domain_key: str | None = None,
     oversample: float = 2.0,
+    length_match: str = "common",
+    length_trim: float = 0.025,
     dedup: bool = False,
     decontam: str | None = None,
     benchmarks_dir: str | Path | None = None,
@@ -978,13 +1105,20 @@ def run_cpt(
     load_tokenizer(tokenizer)  # a wrong path fails here, not inside a worker
     if oversample < 1:
         raise CPTError("--oversample must be at least 1")
+    if length_match not in LENGTH_MATCH_MODES:
+        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {length_match!r}")
+    if not 0 <= length_trim < 0.5:
+        raise CPTError("--length-trim must be at least 0 and below 0.5")
     state = output / STATE
     state.mkdir(parents=True, exist_ok=True)
     for old in [*(output / v for v in VARIANTS), output / "rejects", output / "exports", state / "pool"]:
         shutil.rmtree(old, ignore_errors=True)
 
     pools_path = state / "pools.parquet"
-    pools = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key)
+    # The quantile trim is applied once, on characters over every candidate; the token stage below only clips both
+    # pools to their exact common token range (trim 0), so the tails are not trimmed twice.
+    pools = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key,
+                         length_trim if length_match != "none" else None)
     pool_dir = state / "pool"
     LocalPipelineExecutor(
         pipeline=[make_reader(spec, progress=progress), SplitRejects(str(output / "rejects")), KeepSelected(str(pools_path)),
@@ -1013,7 +1147,8 @@ def run_cpt(
         rows = connection.sql("SELECT id, pool, n_tokens, domain FROM read_parquet($f) ORDER BY draw",
                               params={"f": pool_files}).fetchall()
     candidates = {v: [Candidate(i, n, d) for i, p, n, d in rows if p == v] for v in VARIANTS}
-    ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance, length_bins)
+    ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance, length_bins,
+                                       length_match=length_match, length_trim=0.0)
     if set(ids_e) & set(ids_m):
         raise AssertionError("a document was selected into both sets")  # excluded by construction; never write such a pair
 
@@ -1021,9 +1156,10 @@ def run_cpt(
         "tags": str(tags.resolve()), "classifier": pools["classifier"], "texts": spec.path, "text_key": spec.text_key,
         "tokenizer": tokenizer, "selection": selection.describe(), "budget": budget, "tolerance": tolerance,
         "length_bins": length_bins, "domain_key": domain_key, "domain_column": pools["domain_column"],
-        "oversample": oversample, "dedup": dedup, "decontam": decontam, "pools": pools, "license": license,
+        "oversample": oversample, "length_match": length_match, "length_trim": length_trim,
+        "length_removed": length_removed(pools, report), "dedup": dedup, "decontam": decontam, "pools": pools, "license": license,
         "command": command or f"curate cpt --tags {tags} --texts {spec.path} --tokens {budget} --tokenizer {tokenizer} "
-                              f"--output {output} --seed {selection.seed}",
+                              f"--output {output} --seed {selection.seed} --length-match {length_match}",
     }
     with duckdb.connect() as connection:
         for variant, ids in zip(VARIANTS, (ids_e, ids_m)):

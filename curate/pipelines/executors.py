@@ -74,6 +74,22 @@ class ExecutorOptions:
 LOCAL = ExecutorOptions()
 
 
+def _local_start_method() -> str:
+    """How the local pool starts its workers. datatrove's default, forkserver, starts each worker as a
+    fresh interpreter that imports datatrove, spaCy and curate again (2-3 s per worker, more on a busy
+    2-core machine, paid on every run); fork starts them from this process, imports included. Fork is
+    unsafe once CUDA is initialised here (children cannot use it), so that case keeps forkserver."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_initialized():
+        return "forkserver"
+    return "fork"
+
+
 def _env_command() -> str:
     activate = Path(sys.prefix) / "bin" / "activate"
     return f"source {activate}" if activate.exists() else f"export PATH={Path(sys.executable).parent}:$PATH"
@@ -88,7 +104,7 @@ def make_executor(pipeline: list, options: ExecutorOptions, tasks: int, workers:
         from datatrove.executor import LocalPipelineExecutor
 
         return LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=logging_dir,
-                                     skip_completed=True)
+                                     skip_completed=True, start_method=_local_start_method())
     if options.kind == "ray":
         from datatrove.executor.ray import RayPipelineExecutor
 
@@ -113,20 +129,26 @@ def run_pipeline(pipeline: list, options: ExecutorOptions | None, tasks: int, wo
     if options.kind == "local":
         executor.run()
     elif options.kind == "ray":
-        with _ray_connection(options.ray_address):
+        with _ray_connection(options.ray_address, cpus=workers * options.cpus_per_task):
             executor.run()
     else:
         _submit_slurm(executor, options.dry_run)
 
 
 @contextmanager
-def _ray_connection(address: str | None):
+def _ray_connection(address: str | None, cpus: int | None = None):
+    import os
+
     import ray
 
     started_here = not ray.is_initialized()
     if started_here:
-        # No address and no RAY_ADDRESS: a single-node Ray on this machine, shut down afterwards.
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        # No address and no RAY_ADDRESS: a single-node Ray on this machine, shut down afterwards. It is
+        # sized to the run: Ray prestarts one idle worker process per CPU it manages, and on a machine
+        # with more cores than this run uses those extra interpreters only compete with the tasks.
+        local = address is None and not os.environ.get("RAY_ADDRESS")
+        sized = {"num_cpus": min(cpus, os.cpu_count() or cpus)} if local and cpus and cpus > 0 else {}
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True, **sized)
     try:
         yield
     finally:

@@ -1,0 +1,146 @@
+"""The cpt flow: one cached Prefect task around `run_cpt` (behavior-enriched vs behavior-minimized CPT corpora)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from curate.flows.common import cache_key, check_input, files_signature, spec_files_signature
+
+
+class CPTParameters(BaseModel):
+    """The options of `curate cpt`; `rewrite` holds RewriteOptions fields (model, backend, ...) or is None."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: str = Field(min_length=1, description="One classifier's attribute shards, e.g. tags/cues_v1.")
+    texts: str = Field(min_length=1, description="The corpus the tags were made from (file, folder, glob or hf:NAME).")
+    tokens: str = Field(min_length=1, description="Token budget of each set, e.g. 8.3M.")
+    tokenizer: str = Field(min_length=1, description="Hub name or local directory; counts and packs the tokens.")
+    output: str = Field(min_length=1)
+    behaviors: str | None = Field(None, description="Comma list of chosen behaviors; None: all of them.")
+    min_behaviors: int = Field(1, ge=1)
+    min_count: int = Field(1, ge=1)
+    seed: int = 0
+    tolerance: float = Field(0.01, gt=0, lt=0.5)
+    length_bins: int = Field(10, ge=1)
+    length_match: str = "common"
+    length_trim: float = Field(0.025, ge=0, lt=0.5)
+    domain_key: str | None = None
+    oversample: float = Field(2.0, ge=1)
+    text_key: str = "text"
+    id_key: str = "id"
+    split: str = "train"
+    dedup: bool = False
+    decontam: str | None = None
+    rewrite: dict | None = Field(None, description="RewriteOptions fields; an endpoint's key comes from the worker's "
+                                                   "environment, never from here.")
+    pack_length: int = Field(4096, ge=2)
+    pack_format: str = "parquet"
+    export: bool = True
+    tasks: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1)
+    license: str = "other"
+
+    @field_validator("tokens")
+    @classmethod
+    def _budget(cls, value: str) -> str:
+        from curate.pipelines.cpt import parse_token_count
+
+        parse_token_count(value)  # CPTError is a ValueError: reported as a validation error
+        return value
+
+    @field_validator("length_match")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        from curate.pipelines.cpt import LENGTH_MATCH_MODES
+
+        if value not in LENGTH_MATCH_MODES:
+            raise ValueError(f"length_match must be one of {', '.join(LENGTH_MATCH_MODES)}")
+        return value
+
+    @field_validator("pack_format")
+    @classmethod
+    def _pack_format(cls, value: str) -> str:
+        if value not in ("parquet", "memmap"):
+            raise ValueError("pack_format must be parquet or memmap")
+        return value
+
+    @model_validator(mode="after")
+    def _inputs(self):
+        from curate.pipelines.cpt import tag_files
+
+        self.selection()  # unknown behaviors and an impossible k fail here, before the run
+        self.rewrite_options()
+        tag_files(self.tags)  # CPTError when the folder holds no attribute shards
+        check_input(self.spec())
+        return self
+
+    def selection(self):
+        from curate.behaviors import parse_behavior_list
+        from curate.pipelines.cpt import CPTSelection
+
+        chosen = parse_behavior_list(self.behaviors) if self.behaviors else None
+        return CPTSelection(**({"behaviors": chosen} if chosen else {}), min_behaviors=self.min_behaviors,
+                            min_count=self.min_count, seed=self.seed)
+
+    def rewrite_options(self):
+        from curate.pipelines.cpt import RewriteOptions
+
+        return RewriteOptions(**self.rewrite) if self.rewrite is not None else None
+
+    def spec(self):
+        from curate.pipelines.readers import InputSpec
+
+        return InputSpec(path=self.texts, text_key=self.text_key, id_key=self.id_key, split=self.split)
+
+    @property
+    def does_remote_io(self) -> bool:
+        """A corpus or tokenizer fetched from the Hub, or rewrites by a remote endpoint."""
+        hub_tokenizer = not Path(self.tokenizer).expanduser().is_dir()
+        return self.texts.startswith("hf:") or hub_tokenizer or (self.rewrite or {}).get("backend") == "endpoint"
+
+
+def _cpt_key(context, arguments: dict) -> str:
+    params: CPTParameters = arguments["params"]
+    from curate.pipelines.cpt import tag_files
+
+    return cache_key("cpt", params, files_signature(tag_files(params.tags)), spec_files_signature(params.spec()))
+
+
+@task(name="build-cpt-corpora", cache_key_fn=_cpt_key, persist_result=True)
+def build_cpt(params: CPTParameters) -> dict:
+    from dataclasses import asdict
+
+    from curate.pipelines.cpt import length_removed, run_cpt
+
+    result = run_cpt(params.tags, params.spec(), params.tokens, params.tokenizer, params.output, params.selection(),
+                     tolerance=params.tolerance, length_bins=params.length_bins, domain_key=params.domain_key,
+                     oversample=params.oversample, length_match=params.length_match, length_trim=params.length_trim,
+                     dedup=params.dedup, decontam=params.decontam, rewrite=params.rewrite_options(),
+                     pack_length=params.pack_length, pack_format=params.pack_format, export=params.export,
+                     tasks=params.tasks, workers=params.workers, progress=False, license=params.license)
+    output = Path(params.output)
+    return {"output": str(output), "match": asdict(result.report), "length_removed": length_removed(result.pools, result.report),
+            "rewrite": asdict(result.rewrite) if result.rewrite else None, "rejects": dict(result.rejects),
+            "cards": [str(output / v / "README.md") for v in ("enriched", "minimized")]}
+
+
+@flow(name="cpt", log_prints=True)
+def cpt_flow(params: CPTParameters) -> dict:
+    """Matched enriched / minimized CPT corpora; a rerun on unchanged tags, corpus and options is served from cache."""
+    output = Path(params.output)
+    finished = all((output / v / "README.md").is_file() and (output / v / "data").is_dir()
+                   for v in ("enriched", "minimized"))
+    # Retries only where a try can fail for reasons outside the job (the Hub, an endpoint); a local failure is
+    # deterministic and a retry would only repeat it.
+    run = build_cpt.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
+                                 retry_delay_seconds=30)
+    summary = run(params)
+    match = summary["match"]
+    get_run_logger().info("enriched %s / minimized %s tokens (budget %s), length KS %.3f, length match %s into %s",
+                          match["enriched_tokens"], match["minimized_tokens"], match["budget"], match["ks_statistic"],
+                          match["length_match"], summary["output"])
+    return summary
