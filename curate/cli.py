@@ -117,7 +117,7 @@ def _tag_rows(tags_dir: Path, rejects_dir: Path, seconds: float) -> list[tuple[s
 @app.command()
 def tag(
     input: InputOption = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/<classifier>/.")] = Path("tags"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/CLASSIFIER/.")] = Path("tags"),
     classifier: ClassifierOption = "cues",
     text_key: TextKey = "text",
     id_key: IdKey = "id",
@@ -147,7 +147,7 @@ def tag(
     concurrency: Annotated[Optional[int], typer.Option(help="--classifier llm: requests in flight.", min=1)] = None,
     server_arg: Annotated[Optional[list[str]], typer.Option(help="--classifier llm: extra server flag KEY=VALUE, repeatable.")] = None,
 ) -> None:
-    """Tag a corpus: write one attribute row per document to OUTPUT/<classifier>/ (parquet).
+    """Tag a corpus: write one attribute row per document to OUTPUT/CLASSIFIER/ (parquet).
 
     `--classifier llm --model M --backend vllm|endpoint|transformers` (or `cascade`) runs `curate tag-llm`.
 
@@ -481,9 +481,9 @@ def serve(
 
 @app.command("export")
 def export_dataset(
-    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/<split>-*.parquet) or parquet file/folder.")],
+    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet) or parquet file/folder.")],
     to: Annotated[str, typer.Option("--to", help="verl | trl | openrlhf | sft | cpt")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (OUTPUT/data/<split>-*.parquet).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (OUTPUT/data/SPLIT-*.parquet).")],
     instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own "
                                                       "answer-format instruction; '' for none.")] = None,
     system: Annotated[Optional[str], typer.Option(help="System message put before every prompt.")] = None,
@@ -589,7 +589,7 @@ def audit_verifier(
 def priming(
     variant: Annotated[str, typer.Option(help="all_strategies, only_backtracking, backtracking_verification, "
                                          "backtracking_subgoal, backtracking_backward, negative_control, empty_cot, "
-                                         "placeholder_cot; a comma list or 'all' builds each into OUTPUT/<variant>.")],
+                                         "placeholder_cot; a comma list or 'all' builds each into OUTPUT/VARIANT.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
     answers: Annotated[str, typer.Option(help="correct, or incorrect (well-formed expressions with a wrong value).")] = "correct",
     n: Annotated[int, typer.Option("--n", help="Training rows.", min=0)] = 1000,
@@ -1142,7 +1142,7 @@ def audit_policy(
 
 @app.command("handoff")
 def handoff(
-    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/<split>-*.parquet).")],
+    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet).")],
     trainer: Annotated[str, typer.Option(help="verl | trl")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Kit directory: exports, config/scripts, README.md.")],
     instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
@@ -1193,8 +1193,11 @@ def distill(
     Examples:
 
         curate tag --input corpus/ --classifier cues --output tags
+
         curate distill --labels tags/cues_v1 --texts corpus/ --output models/distilled-cues
+
         curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
+
         curate tag-llm --gate distilled:models/distilled-cues ...   (the heads as the cascade's gate)
     """
     from curate.pipelines.distill import DistillError, train_distilled
