@@ -37,6 +37,24 @@ MAX_ANSWER_TOKENS = {"per-behavior": 48, "joint": 96}
 MAX_PLAUSIBLE_COUNT = 1000
 
 
+def read_prompt_files(directory: Path) -> tuple[dict[str, str], str]:
+    """A versioned prompt folder: its *.txt files by stem, and a version hashed from names and contents.
+
+    `document.txt` must hold the {document} placeholder, so that every prompt puts the document first."""
+    files = sorted(directory.glob("*.txt"))
+    if not files:
+        raise FileNotFoundError(f"no prompt files in {directory}")
+    digest = hashlib.sha256()
+    texts = {}
+    for path in files:
+        content = path.read_text(encoding="utf-8")
+        digest.update(path.name.encode() + b"\0" + content.encode() + b"\0")
+        texts[path.stem] = content.strip()
+    if "{document}" not in texts.get("document", ""):
+        raise ValueError(f"{directory}/document.txt must contain the placeholder {{document}}")
+    return texts, f"{directory.name}-{digest.hexdigest()[:12]}"
+
+
 @dataclass(frozen=True)
 class PromptSet:
     system: str
@@ -46,19 +64,9 @@ class PromptSet:
 
     @classmethod
     def load(cls, directory: Path = PROMPTS_DIR) -> "PromptSet":
-        files = sorted(directory.glob("*.txt"))
-        if not files:
-            raise FileNotFoundError(f"no prompt files in {directory}")
-        digest = hashlib.sha256()
-        texts = {}
-        for path in files:
-            content = path.read_text(encoding="utf-8")
-            digest.update(path.name.encode() + b"\0" + content.encode() + b"\0")
-            texts[path.stem] = content.strip()
+        texts, version = read_prompt_files(directory)
         questions = {key: texts[f"question_{key}"] for key in (*BEHAVIOR_NAMES, JOINT)}
-        if "{document}" not in texts["document"]:
-            raise ValueError(f"{directory}/document.txt must contain the placeholder {{document}}")
-        return cls(texts["system"], texts["document"], questions, f"{directory.name}-{digest.hexdigest()[:12]}")
+        return cls(texts["system"], texts["document"], questions, version)
 
     def messages(self, document: str, question_key: str, instruction_first: bool = False) -> list[dict]:
         block = self.document.replace("{document}", document)

@@ -17,6 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 import curate
 
 
+def check_classifier(value: str) -> str:
+    """A pydantic validator body: the classifier spec must name a registered classifier."""
+    from curate.classifiers import UnknownClassifierError, resolve_name
+
+    try:
+        resolve_name(value)
+    except UnknownClassifierError as error:
+        raise ValueError(str(error)) from None
+    return value
+
 class InputParameters(BaseModel):
     """A corpus: a file, a directory, a glob ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME'."""
 
@@ -36,13 +46,7 @@ class InputParameters(BaseModel):
     @field_validator("classifier")
     @classmethod
     def _registered(cls, value: str) -> str:
-        from curate.classifiers import UnknownClassifierError, resolve_name
-
-        try:
-            resolve_name(value)
-        except UnknownClassifierError as error:
-            raise ValueError(str(error)) from None
-        return value
+        return check_classifier(value)
 
     @model_validator(mode="after")
     def _input_exists(self):

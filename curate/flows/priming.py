@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import cache_key
+from curate.flows.common import cache_key, check_classifier
 
 
 class PrimingParameters(BaseModel):
@@ -37,13 +37,7 @@ class PrimingParameters(BaseModel):
     @field_validator("classifier")
     @classmethod
     def _registered(cls, value: str) -> str:
-        from curate.classifiers import UnknownClassifierError, resolve_name
-
-        try:
-            resolve_name(value)
-        except UnknownClassifierError as error:
-            raise ValueError(str(error)) from None
-        return value
+        return check_classifier(value)
 
     @model_validator(mode="after")
     def _valid_configs(self):

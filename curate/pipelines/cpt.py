@@ -489,21 +489,11 @@ class RewritePrompts:
 
     @classmethod
     def load(cls, directory: Path = PROMPTS_DIR) -> "RewritePrompts":
-        import hashlib
+        from curate.classifiers.llm import read_prompt_files
 
-        files = sorted(directory.glob("*.txt"))
-        if not files:
-            raise FileNotFoundError(f"no prompt files in {directory}")
-        digest = hashlib.sha256()
-        texts = {}
-        for path in files:
-            content = path.read_text(encoding="utf-8")
-            digest.update(path.name.encode() + b"\0" + content.encode() + b"\0")
-            texts[path.stem] = content.strip()
-        if "{document}" not in texts["document"]:
-            raise ValueError(f"{directory}/document.txt must contain the placeholder {{document}}")
+        texts, version = read_prompt_files(directory)
         instructions = {v: texts[f"instructions_{v}"] for v in VARIANTS}
-        return cls(texts["system"], texts["document"], instructions, f"{directory.name}-{digest.hexdigest()[:12]}")
+        return cls(texts["system"], texts["document"], instructions, version)
 
     def messages(self, document: str, variant: str) -> list[dict]:
         # Document first, instructions after: the same layout as llm_v1, so a prefix cache can reuse the document.
