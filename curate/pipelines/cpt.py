@@ -645,7 +645,7 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
     return row
 
 
-class RewriteWriter(ParquetWriter):
+class RewriteWriter(AtomicOutput, ParquetWriter):
     """One parquet file per checkpoint chunk, written as NAME.partial and renamed when the chunk closes."""
 
     name = "📒 Rewrites"
@@ -655,13 +655,6 @@ class RewriteWriter(ParquetWriter):
                          adapter=lambda _w, d: {**d.metadata[REWRITE_KEY][0], "id": d.id},
                          use_content_defined_chunking=False, max_file_size=-1)
 
-    def _get_output_filename(self, document, rank=0, **kwargs):
-        return super()._get_output_filename(document, rank, **kwargs) + PARTIAL
-
-    def close_file(self, filename):
-        super().close_file(filename)
-        if filename.endswith(PARTIAL):
-            self.output_folder.mv(filename, filename.removesuffix(PARTIAL))
 
 
 @dataclass

@@ -36,7 +36,7 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
 from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.steps import PARTIAL, SplitRejects, batched
+from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
 from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks
 from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
 
@@ -293,7 +293,7 @@ def _labels(llm: LLMClassifier, texts: dict[str, str], failures: list[str]) -> L
     return labels
 
 
-class LLMAttributeWriter(ParquetWriter):
+class LLMAttributeWriter(AtomicOutput, ParquetWriter):
     """Attribute rows plus audit columns, one parquet file per checkpoint chunk, each written as
     NAME.partial and renamed when its chunk closes (InferenceRunner closes chunks one by one)."""
 
@@ -320,13 +320,6 @@ class LLMAttributeWriter(ParquetWriter):
         )
         return row
 
-    def _get_output_filename(self, document, rank=0, **kwargs):
-        return super()._get_output_filename(document, rank, **kwargs) + PARTIAL
-
-    def close_file(self, filename):
-        super().close_file(filename)
-        if filename.endswith(PARTIAL):
-            self.output_folder.mv(filename, filename.removesuffix(PARTIAL))
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -44,7 +44,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.pipelines.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.llm_tag import CurateInferenceRunner, LLMTagConfigError, LLMTagOptions, inference_config
-from curate.pipelines.steps import PARTIAL
+from curate.pipelines.steps import PARTIAL, AtomicOutput
 from curate.pipelines.tag import _failed_tasks
 from curate.rewards.registry import get_reward
 
@@ -240,7 +240,7 @@ def pass_counts(rewards: list[float | None]) -> tuple[int, int, float | None]:
     return len(scored), correct, (correct / len(scored) if scored else None)
 
 
-class RatesWriter(ParquetWriter):
+class RatesWriter(AtomicOutput, ParquetWriter):
     """One parquet file per checkpoint chunk, written as NAME.partial and renamed when the chunk closes."""
 
     name = "📒 Pass rates"
@@ -261,13 +261,6 @@ class RatesWriter(ParquetWriter):
             "samples": [{k: s[k] for k in ("text", "reward", "finish_reason", "error")} for s in samples],
         }
 
-    def _get_output_filename(self, document, rank=0, **kwargs):
-        return super()._get_output_filename(document, rank, **kwargs) + PARTIAL
-
-    def close_file(self, filename):
-        super().close_file(filename)
-        if filename.endswith(PARTIAL):
-            self.output_folder.mv(filename, filename.removesuffix(PARTIAL))
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -22,17 +22,27 @@ PARTIAL = ".partial"
 
 class AtomicOutput:
     """Mixin for datatrove writers: write `NAME.partial`, rename to `NAME` once the file is closed,
-    so a reader never sees half a shard and a crashed task leaves nothing that looks finished."""
+    so a reader never sees half a shard and a crashed task leaves nothing that looks finished.
+
+    Files are published both when a writer closes one mid-run (size rotation, InferenceRunner's
+    per-chunk outputs) and when the writer itself closes."""
 
     def _get_output_filename(self, document, rank=0, **kwargs):
         return super()._get_output_filename(document, rank, **kwargs) + PARTIAL
 
+    def close_file(self, filename):
+        super().close_file(filename)
+        self._publish(filename)
+
     def close(self):
-        partial_files = list(self.output_mg.get_open_files())
+        still_open = list(self.output_mg.get_open_files())
         super().close()
-        for name in partial_files:
-            if name.endswith(PARTIAL):
-                self.output_folder.mv(name, name.removesuffix(PARTIAL))
+        for name in still_open:
+            self._publish(name)
+
+    def _publish(self, name: str) -> None:
+        if name.endswith(PARTIAL) and self.output_folder.exists(name):
+            self.output_folder.mv(name, name.removesuffix(PARTIAL))
 
 
 class RejectsWriter(AtomicOutput, JsonlWriter):
