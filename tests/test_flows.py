@@ -104,6 +104,27 @@ def test_the_cache_key_follows_inputs_classifier_and_configuration(corpus, tmp_p
     assert cache_key("tag", params) != key
 
 
+def test_a_change_to_curate_code_invalidates_cached_results(corpus, tmp_path, monkeypatch):
+    from curate.flows import common
+
+    package = tmp_path / "package"
+    shutil.copytree(common.PACKAGE_ROOT, package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = common.code_signature(package)
+    (package / "sample_data" / "corpus" / "part1.jsonl").write_text("")  # bundled data is not code
+    assert common.code_signature.__wrapped__(package) == before
+    prompt = package / "classifiers" / "prompts" / "llm_v1" / "system.txt"
+    prompt.write_text(prompt.read_text() + " ")
+    assert common.code_signature.__wrapped__(package) != before
+
+    params = {"input": str(corpus / "*.jsonl"), "output": str(tmp_path / "tags")}
+    first = tag_flow(params=params, return_state=True)
+    assert list(task_states(tag_flow(params=params, return_state=True)).values()) == ["Cached"]
+    monkeypatch.setattr(common, "code_signature", lambda: "a patched release")
+    rerun = tag_flow(params=params, return_state=True)
+    assert list(task_states(rerun).values()) == ["Completed"]
+    assert rerun.result()["documents"] == first.result()["documents"]
+
+
 def test_invalid_parameters_are_rejected_before_the_run(corpus, tmp_path):
     with pytest.raises(ParameterTypeError, match="does not exist"):
         tag_flow(params={"input": str(tmp_path / "missing.jsonl"), "output": str(tmp_path / "tags")})

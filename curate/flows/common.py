@@ -1,8 +1,10 @@
 """What every flow shares: validated input parameters and the cache key that lets a rerun skip finished work.
 
 The cache key hashes what determines a job's output: its parameters, the resolved (versioned) classifier,
-the size and modification time of every local input file, and the curate version. Prefect persists the
-task result under that key; a flow refreshes it when the outputs it points at are gone.
+the size and modification time of every local input file, the curate version and a hash of curate's own
+code (modules, prompts, templates), so a fix that changes outputs is not hidden behind a cached result of
+the same release. Prefect persists the task result under that key; a flow refreshes it when the outputs
+it points at are gone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import glob as globlib
 import hashlib
 import json
+from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -98,10 +101,26 @@ def input_files_signature(parameters: InputParameters) -> list:
     return spec_files_signature(parameters.spec())
 
 
+PACKAGE_ROOT = Path(curate.__file__).parent
+# Bundled inputs, not code: a flow that reads them has them in its input-file signature already.
+NOT_CODE = {"sample_data", "__pycache__"}
+
+
+@cache
+def code_signature(root: Path = PACKAGE_ROOT) -> str:
+    """A hash of every file of the package that shapes outputs: modules, prompt files, card templates."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not NOT_CODE & set(p.relative_to(root).parts)):
+        if path.suffix in {".pyc", ".pyo"}:
+            continue
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def cache_key(job: str, parameters: BaseModel, *extra) -> str:
-    """A key from the job, its parameters, the classifier version, the input files and the curate version."""
+    """A key from the job, its parameters, the classifier version, the input files and curate's version and code."""
     payload = {"job": job, "parameters": parameters.model_dump(mode="json"), "curate": curate.__version__,
-               "extra": extra}
+               "code": code_signature(), "extra": extra}
     if isinstance(parameters, InputParameters):
         payload["classifier"] = parameters.resolved_classifier
         payload["input_files"] = input_files_signature(parameters)

@@ -81,13 +81,43 @@ def serve(path: str | Path, names: list[str] | None = None) -> None:
     prefect_serve(*deployments)
 
 
+class ServerNotReady(RuntimeError):
+    pass
+
+
+def check_server(work_pools: set[str]) -> str:
+    """The API URL, once the server answers and has every work pool the deployments name."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise ServerNotReady("PREFECT_API_URL is not set, so there is no server to register with. Start one with "
+                             "`prefect server start` and run `prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`")
+    with get_client(sync_client=True) as client:
+        if client.api_healthcheck() is not None:
+            raise ServerNotReady(f"no Prefect server answers at {url}; start it with `prefect server start` "
+                                 "or point PREFECT_API_URL at a running one")
+        for pool in sorted(work_pools):
+            try:
+                client.read_work_pool(pool)
+            except ObjectNotFound:
+                raise ServerNotReady(f"the server at {url} has no work pool {pool!r}; create it with "
+                                     f"`prefect work-pool create {pool} --type process`") from None
+    return url
+
+
 def deploy(path: str | Path, names: list[str] | None = None) -> int:
     """`prefect deploy` for the named deployments (all when none), run from the project directory."""
     path = Path(path)
-    known = {s.name for s in load_deployments(path)}
-    missing = set(names or []) - known
+    specs = load_deployments(path)
+    missing = set(names or []) - {s.name for s in specs}
     if missing:
         raise ValueError(f"no deployment named {', '.join(sorted(missing))} in {path}")
+    check_server({s.work_pool for s in specs if s.work_pool and (not names or s.name in names)})
     command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(path)]
     command += [a for n in names for a in ("--name", n)] if names else ["--all"]
-    return subprocess.run(command, cwd=path.parent).returncode
+    # The pull step resolves `{{ $PWD }}` from the environment, which a changed cwd alone does not update.
+    env = {**os.environ, "PWD": str(path.parent.resolve())}
+    return subprocess.run(command, check=False, cwd=path.parent, env=env).returncode
