@@ -1,0 +1,45 @@
+"""The CLI's console: datatrove's routine log stays in the task log files unless --verbose asks for it."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from loguru import logger
+
+from curate.console import RoutineLogFilter
+
+CURATE = str(Path(sys.executable).parent / "curate")
+
+
+def test_the_filter_drops_routine_loguru_messages_and_passes_warnings_and_other_text():
+    stream = io.StringIO()
+    filtered = RoutineLogFilter(stream)
+    for colorize in (False, True):
+        sink = logger.add(filtered, level="DEBUG", colorize=colorize,
+                          format="{time:YYYY-MM-DD HH:mm:ss.SSS} | <level>{level: <8}</level> | {name} - {message}")
+        logger.info("Launching pipeline for rank=0")
+        logger.success("📉 Stats: All 2 tasks\nREADER ...")
+        logger.warning("could not read part3.jsonl")
+        logger.remove(sink)
+    filtered.write("Document progress: 64doc [00:00, 506.46doc/s]\r")
+    filtered.write("2026-11-30 is a date in a document, not a log line\n")
+    text = stream.getvalue()
+    assert "Launching" not in text and "Stats" not in text
+    assert text.count("could not read part3.jsonl") == 2
+    assert "Document progress" in text and "not a log line" in text
+
+
+def test_cli_prints_progress_and_summary_but_keeps_the_info_log_in_the_task_logs(tmp_path):
+    quiet = subprocess.run([CURATE, "tag", "--output", str(tmp_path / "quiet"), "--tasks", "2", "--workers", "2"],
+                           capture_output=True, text=True, timeout=300, check=True)
+    assert "| INFO" not in quiet.stderr and "Stats:" not in quiet.stderr
+    assert "Tagged" in quiet.stderr and "with backtracking" in quiet.stderr
+    task_logs = sorted((tmp_path / "quiet" / "cues_v1" / "_logs" / "logs").glob("task_*.log"))
+    assert len(task_logs) == 2 and all("Launching pipeline" in p.read_text() for p in task_logs)
+
+    verbose = subprocess.run([CURATE, "--verbose", "tag", "--output", str(tmp_path / "verbose")],
+                             capture_output=True, text=True, timeout=300, check=True)
+    assert "| INFO" in verbose.stderr and "Stats:" in verbose.stderr
