@@ -20,19 +20,6 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
-
-@app.callback()
-def main(
-    ctx: typer.Context,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print datatrove's INFO log (each task's "
-                                          "pipeline, files and stats); it is always kept under the run's _logs/.")] = False,
-) -> None:
-    """Find cognitive behaviors in text and build the datasets that teach them."""
-    if not verbose:
-        from curate.console import quiet_routine_logs
-
-        ctx.call_on_close(quiet_routine_logs())
-
 SAMPLE_CORPUS = Path(__file__).parent / "sample_data" / "corpus"
 
 InputOption = Annotated[
@@ -56,7 +43,8 @@ SlurmQos = Annotated[Optional[str], typer.Option(help="Slurm QOS.")]
 SlurmDryRun = Annotated[bool, typer.Option("--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing.")]
 CpusPerTask = Annotated[int, typer.Option(help="CPUs reserved per task (ray, slurm).", min=1)]
 MemPerCpu = Annotated[float, typer.Option("--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm).")]
-GpusPerTask = Annotated[int, typer.Option(help="GPUs reserved per task (ray, slurm).", min=0)]
+GpusPerTask = Annotated[int, typer.Option(
+    help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the visible GPUs.", min=0)]
 
 
 def _executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpus, mem, gpus):
@@ -177,6 +165,8 @@ def tag(
         curate tag --input hf:open-web-math/open-web-math --streaming --limit 100000 --output tags/
 
         curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --input 'owm/*.parquet' -o tags/
+
+        curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
     """
     from curate.classifiers import UnknownClassifierError, resolve_name
     from curate.pipelines.executors import JobSubmitted
@@ -189,12 +179,12 @@ def tag(
     if resolved.startswith(("llm_", "cascade_")):
         if not model:
             _fail(f"--classifier {classifier} needs --model M (and --backend vllm|endpoint|transformers)")
-        if executor != "local":
-            _fail("LLM tagging runs on the local executor (InferenceRunner owns the model server); drop --executor")
         tag_llm(model=model, input=input, output=output, backend=backend, endpoint_url=endpoint_url, mode=mode,
                 structured=structured, max_doc_tokens=max_doc_tokens, gate=gate or ("cues" if resolved.startswith("cascade_") else None),
                 device=device, concurrency=concurrency, server_arg=server_arg, text_key=text_key, id_key=id_key, split=split,
-                streaming=streaming, tasks=tasks, workers=workers, limit=limit)
+                streaming=streaming, tasks=tasks, workers=workers, limit=limit, executor=executor, ray_address=ray_address,
+                slurm_partition=slurm_partition, slurm_time=slurm_time, slurm_qos=slurm_qos, slurm_dry_run=slurm_dry_run,
+                cpus_per_task=cpus_per_task, mem_per_cpu_gb=mem_per_cpu_gb, gpus_per_task=gpus_per_task)
         return
     if model:
         _fail("--model applies to --classifier llm or cascade only")
@@ -827,7 +817,7 @@ def tag_llm(
     max_answer_tokens: Annotated[Optional[int], typer.Option(help="Generation budget per answer (default 48 per-behavior, 96 joint).", min=1)] = None,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
     gate: Annotated[Optional[str], typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
-    tp: Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)] = 1,
+    tp: Annotated[Optional[int], typer.Option(help="vLLM tensor parallelism (default: --gpus-per-task, else 1).", min=1)] = None,
     dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
     server_arg: Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9")] = None,
     device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
@@ -841,18 +831,35 @@ def tag_llm(
     tasks: Tasks = 1,
     workers: Workers = 1,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
 ) -> None:
     """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
 
     Shards land in OUTPUT/llm_v1/ with the raw answers for audit; `curate build --tags OUTPUT --classifier llm`
-    then selects from them. Rerunning resumes. Examples:
+    then selects from them. Rerunning resumes. Every task starts its own server; with --gpus-per-task N each
+    server gets N GPUs of its own (vLLM's --tp defaults to N). Examples:
 
         curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --input 'owm/*.parquet' -o tags/
+
+        curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
+
+        curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 64 --workers 16 --gpus-per-task 2 --executor slurm --slurm-partition gpu --input /shared/owm -o /shared/tags
+
+        curate tag-llm --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 32 --workers 8 --gpus-per-task 1 --executor ray --ray-address auto --input /shared/owm -o /shared/tags
 
         CURATE_API_KEY=... curate tag-llm --model gpt-4o-mini --tokenizer Qwen/Qwen2.5-7B-Instruct --backend endpoint --endpoint-url https://api.openai.com/v1 --mode joint --structured
 
         curate tag-llm --model Qwen/Qwen2.5-0.5B-Instruct --backend transformers --device cpu --gate cues --limit 50
     """
+    from curate.pipelines.executors import JobSubmitted
     from curate.pipelines.llm_tag import LLMTagConfigError, LLMTagOptions, run_llm_tagging
     from curate.pipelines.tag import TagsMismatchError
 
@@ -866,9 +873,13 @@ def tag_llm(
         server_args=server_args, concurrency=concurrency, request_timeout=request_timeout,
         records_per_chunk=records_per_chunk, gate=gate, device=device,
     )
+    runs_on = _executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     spec = _spec(input, text_key, id_key, split, streaming)
     try:
-        result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit)
+        result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
+    except JobSubmitted as submitted:
+        _submitted(submitted)
     except (LLMTagConfigError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     rows = [r for r in _tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]

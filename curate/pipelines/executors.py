@@ -11,14 +11,24 @@ filesystem) and have curate installed in the same environment.
 Slurm is asynchronous: the job array is submitted and the call returns. `JobSubmitted` says so;
 rerunning the command after the job finishes continues with what depends on it. `dry_run` writes
 the sbatch script and the pickled executor exactly as a submission would, without calling sbatch.
+
+GPUs (`gpus_per_task`): Slurm and Ray reserve them per task and set CUDA_VISIBLE_DEVICES themselves.
+Locally, each running task gets its own consecutive slice of the visible GPUs through
+CUDA_VISIBLE_DEVICES, which every process it starts (a model server) inherits.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from datatrove.executor import LocalPipelineExecutor
 
 EXECUTORS = ("local", "ray", "slurm")
 SLURM_SCRIPT = "launch_script.slurm"
@@ -74,6 +84,75 @@ class ExecutorOptions:
 LOCAL = ExecutorOptions()
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when it is set (indices, UUIDs or MIG names,
+    kept as written, up to the first negative index, which CUDA treats as the end of the list), else
+    the GPUs `nvidia-smi -L` lists, else none."""
+    declared = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if declared is not None:
+        gpus = []
+        for token in (t.strip() for t in declared.split(",")):
+            if not token or re.fullmatch(r"-\d+", token):
+                break
+            gpus.append(token)
+        return gpus
+    nvidia_smi = shutil.which("nvidia-smi")
+    if nvidia_smi is None:
+        return []
+    try:
+        listing = subprocess.run([nvidia_smi, "-L"], capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return re.findall(r"^GPU (\d+):", listing, flags=re.MULTILINE)
+
+
+def gpu_slice(gpus: list[str], slot: int, gpus_per_task: int) -> list[str]:
+    """The GPUs of the task that holds local slot `slot`: slot k gets the k-th group of `gpus_per_task`,
+    so tasks holding different slots never share a GPU."""
+    if gpus_per_task < 1 or slot < 0:
+        raise ValueError(f"gpus_per_task must be >= 1 and slot >= 0, got {gpus_per_task} and {slot}")
+    start = slot * gpus_per_task
+    if start + gpus_per_task > len(gpus):
+        raise ExecutorConfigError(
+            f"local slot {slot} needs GPUs {start}..{start + gpus_per_task - 1}, but only {len(gpus)} are visible"
+        )
+    return gpus[start:start + gpus_per_task]
+
+
+def check_local_gpus(workers: int, gpus_per_task: int, gpus: list[str]) -> None:
+    if workers * gpus_per_task > len(gpus):
+        source = (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}" if "CUDA_VISIBLE_DEVICES" in os.environ
+                  else "nvidia-smi -L")
+        raise ExecutorConfigError(
+            f"--workers {workers} x --gpus-per-task {gpus_per_task} needs {workers * gpus_per_task} GPUs on this machine, "
+            f"but {len(gpus)} are visible ({source}); lower --workers or --gpus-per-task, or use --executor slurm/ray"
+        )
+
+
+class GpuSlotExecutor(LocalPipelineExecutor):
+    """A LocalPipelineExecutor whose running tasks each see their own GPUs. datatrove hands every running
+    task a local slot (0..workers-1) that no other running task holds at the same time, which a rank
+    number cannot guarantee (ranks finish out of order); the slot picks the task's slice."""
+
+    def __init__(self, *args, gpus: list[str], gpus_per_task: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        check_local_gpus(self.workers, gpus_per_task, gpus)
+        self.gpus = gpus
+        self.gpus_per_task = gpus_per_task
+
+    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
+        # With one worker the task runs in this very process, so the variable is put back afterwards.
+        previous = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_slice(self.gpus, local_rank, self.gpus_per_task))
+        try:
+            return super()._run_for_rank(rank, local_rank, node_rank)
+        finally:
+            if previous is None:
+                os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+            else:
+                os.environ["CUDA_VISIBLE_DEVICES"] = previous
+
+
 def _local_start_method() -> str:
     """How the local pool starts its workers. datatrove's default, forkserver, starts each worker as a
     fresh interpreter that imports datatrove, spaCy and curate again (2-3 s per worker, more on a busy
@@ -101,10 +180,12 @@ def make_executor(pipeline: list, options: ExecutorOptions, tasks: int, workers:
     options.validate()
     logging_dir = str(Path(logging_dir).resolve()) if options.kind != "local" else str(logging_dir)
     if options.kind == "local":
-        from datatrove.executor import LocalPipelineExecutor
-
-        return LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=logging_dir,
-                                     skip_completed=True, start_method=_local_start_method())
+        # More workers than tasks would only start idle processes (and hold GPU slots nothing uses).
+        local = {"pipeline": pipeline, "tasks": tasks, "workers": min(workers, tasks), "logging_dir": logging_dir,
+                 "skip_completed": True, "start_method": _local_start_method()}
+        if options.gpus_per_task:
+            return GpuSlotExecutor(**local, gpus=visible_gpus(), gpus_per_task=options.gpus_per_task)
+        return LocalPipelineExecutor(**local)
     if options.kind == "ray":
         from datatrove.executor.ray import RayPipelineExecutor
 

@@ -7,6 +7,10 @@ bookkeeping as `run_tagging`, so `curate build --tags TAGS --classifier llm` sel
 
 Resume: finished chunks are final parquet files; documents of the unfinished chunk are replayed
 from the local checkpoint, and requests already answered come from datatrove's request cache.
+
+Scale: the pipeline runs on any executor of executors.py (local, Ray, Slurm). Every datatrove task
+starts its own server (InferenceRunner does, per rank, on a port derived from the rank);
+`gpus_per_task` gives each task's server its own GPUs, and vLLM's tensor parallelism defaults to it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from pathlib import Path
 
 import pyarrow as pa
 from datatrove.data import DocumentsPipeline
-from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.inference.run_inference import InferenceConfig, InferenceRunner
 from datatrove.pipeline.inference.servers import CustomServer, InferenceServer
@@ -35,6 +38,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
 from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
+from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
 from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks
@@ -77,7 +81,7 @@ class LLMTagOptions:
     tokenizer: str | None = None
     max_answer_tokens: int | None = None
     endpoint_url: str | None = None
-    tp: int = 1
+    tp: int | None = None  # None: the GPUs per task for vllm, else 1
     dp: int = 1
     server_args: dict = field(default_factory=dict)
     concurrency: int | None = None
@@ -93,7 +97,12 @@ class LLMTagOptions:
             return CascadeClassifier(self.model, gate=self.gate, **llm_options)
         return LLMClassifier(self.model, **llm_options)
 
-    def validate(self) -> None:
+    def tensor_parallel(self, gpus_per_task: int = 0) -> int:
+        if self.tp is not None:
+            return self.tp
+        return gpus_per_task if self.backend == "vllm" and gpus_per_task else 1
+
+    def validate(self, gpus_per_task: int = 0) -> None:
         if self.backend not in BACKENDS:
             raise LLMTagConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         if self.backend == "endpoint" and not self.endpoint_url:
@@ -102,6 +111,15 @@ class LLMTagOptions:
             raise LLMTagConfigError("--endpoint-url only applies to --backend endpoint")
         if self.backend == "transformers" and shutil.which("transformers", path=_bin_path()) is None:
             raise LLMTagConfigError("--backend transformers needs `transformers serve`: pip install 'curate[serve]'")
+        if self.backend == "endpoint" and gpus_per_task:
+            raise LLMTagConfigError("--gpus-per-task applies to servers this job starts (vllm, transformers); "
+                                    "an endpoint's GPUs are its own")
+        parallel = self.tensor_parallel(gpus_per_task) * self.dp
+        if self.backend == "vllm" and gpus_per_task and parallel != gpus_per_task:
+            raise LLMTagConfigError(
+                f"--tp {self.tensor_parallel(gpus_per_task)} x --dp {self.dp} = {parallel} GPUs per server, but each task "
+                f"gets --gpus-per-task {gpus_per_task}; make them equal (--tp defaults to --gpus-per-task)"
+            )
         if self.backend == "vllm":
             import importlib.util
 
@@ -161,7 +179,7 @@ class CurateInferenceRunner(InferenceRunner):
         return server
 
 
-def inference_config(options: LLMTagOptions, log_folder: str) -> InferenceConfig:
+def inference_config(options: LLMTagOptions, log_folder: str, gpus_per_task: int = 0) -> InferenceConfig:
     server_type = options.backend
     concurrency = options.concurrency or DEFAULT_CONCURRENCY[options.backend]
     model_kwargs = dict(options.server_args)
@@ -174,7 +192,7 @@ def inference_config(options: LLMTagOptions, log_folder: str) -> InferenceConfig
         # Room for system prompt, question and answer around the truncated document.
         model_max_context=options.max_doc_tokens + 1024,
         endpoint_url=options.endpoint_url,
-        tp=options.tp,
+        tp=options.tensor_parallel(gpus_per_task),
         dp=options.dp,
         max_concurrent_generations=concurrency,
         request_timeout=options.request_timeout,
@@ -355,12 +373,19 @@ def run_llm_tagging(
     workers: int = 1,
     limit: int = -1,
     progress: bool = True,
+    executor: ExecutorOptions | None = None,
 ) -> LLMTagResult:
-    options.validate()
+    """Tag on `executor` (default: this machine). Slurm raises JobSubmitted once the array is submitted;
+    rerun the same call when it has finished to get the summary."""
+    executor = executor or LOCAL
+    executor.validate()
+    options.validate(executor.gpus_per_task)
     classifier = options.classifier()
     name = classifier.name
     llm = classifier.llm if options.gate else classifier
     out = Path(tags_root) / name
+    # Ray workers start in their own working directory: every path a worker opens is absolute.
+    root = out.resolve()
     # The manifest has run_tagging's exact shape so that `curate build --classifier llm` reuses these shards.
     _check_manifest(out, {"classifier": name, "classifier_argument": None, **spec.fingerprint(), "limit": limit})
     _check_llm_config(out, {
@@ -372,24 +397,21 @@ def run_llm_tagging(
     llm.truncator.tokenizer
     runner = CurateInferenceRunner(
         rollout_fn=llm_rollout,
-        config=inference_config(options, str(out / "_logs" / "server")),
-        output_writer=LLMAttributeWriter(str(out), name, options.model, classifier.prompt_version),
+        config=inference_config(options, str(root / "_logs" / "server"), executor.gpus_per_task),
+        output_writer=LLMAttributeWriter(str(root), name, options.model, classifier.prompt_version),
         shared_context=partial(rollout_context, classifier, progress),
-        checkpoints_local_dir=str(out / "_checkpoints"),
+        checkpoints_local_dir=str(root / "_checkpoints"),
         records_per_chunk=options.records_per_chunk,
         metadata_key=RESULTS_KEY,
         # Rollouts turn request errors into null rows themselves; this only guards the rest.
         skip_bad_requests=True,
     )
-    pipeline = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(out / "rejects"))]
+    pipeline = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(root / "rejects"))]
     if options.gate:
         pipeline.append(GateDocuments(options.gate))
     pipeline.append(runner)
     started = time.perf_counter()
-    executor = LocalPipelineExecutor(
-        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(out / "_logs"), skip_completed=True
-    )
-    executor.run()
+    run_pipeline(pipeline, executor, tasks, workers, out / "_logs", job_name=f"curate-tag-{name}")
     failed = _failed_tasks(out / "_logs", tasks)
     if failed:
         raise RuntimeError(
