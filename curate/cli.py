@@ -20,6 +20,19 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print datatrove's INFO log (each task's "
+                                          "pipeline, files and stats); it is always kept under the run's _logs/.")] = False,
+) -> None:
+    """Find cognitive behaviors in text and build the datasets that teach them."""
+    if not verbose:
+        from curate.console import quiet_routine_logs
+
+        ctx.call_on_close(quiet_routine_logs())
+
 SAMPLE_CORPUS = Path(__file__).parent / "sample_data" / "corpus"
 
 InputOption = Annotated[
