@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Self
 
 import pyarrow.parquet as pq
 import pytest
@@ -132,7 +133,7 @@ class ServerWatch:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)
 
-    def __enter__(self) -> ServerWatch:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -168,7 +169,7 @@ def test_local_two_tasks_two_workers_one_server_each_with_its_own_gpus(tiny_mode
                "--gpus-per-task", "2"]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": FAKE_GPUS}
     with ServerWatch(tiny_model) as watch:
-        first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert first.returncode == 0, first.stderr[-3000:]
     servers = list(watch.seen.values())
     assert len(servers) == 2, servers
@@ -182,7 +183,7 @@ def test_local_two_tasks_two_workers_one_server_each_with_its_own_gpus(tiny_mode
     written = {p: p.stat().st_mtime_ns for p in out.glob("attributes_*.parquet")}
 
     with ServerWatch(tiny_model) as watch:
-        again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert again.returncode == 0, again.stderr[-3000:]
     assert watch.seen == {}, "a rerun of finished tasks started a server"
     assert {p: p.stat().st_mtime_ns for p in out.glob("attributes_*.parquet")} == written
@@ -212,7 +213,7 @@ def run_array_element(logs: Path, index: int, tmp_path: Path, env: dict | None =
     launch = next(line for line in (logs / "launch_script.slurm").read_text().splitlines() if "launch_pickled_pipeline" in line)
     command = shlex.split(launch)[shlex.split(launch).index("launch_pickled_pipeline"):]
     command[0] = str(Path(sys.executable).parent / command[0])
-    element = subprocess.run(command, capture_output=True, text=True, timeout=240, env={
+    element = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False, env={
         **(env or os.environ), "SLURM_ARRAY_TASK_ID": str(index), "SLURM_NODELIST": "node1", "RUN_OFFSET": "0",
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     assert element.returncode == 0, element.stderr[-3000:]
