@@ -977,6 +977,9 @@ def cpt(
                                               "stratified filling only.")] = "common",
     length_trim: Annotated[float, typer.Option(help="Quantile trimmed off each end of each pool before the common "
                                                "length range is taken.", min=0.0, max=0.49)] = 0.025,
+    oversample: Annotated[float, typer.Option(help="Candidates read into each pool, as a multiple of the budget (at the "
+                                              "most characters a token takes): more gives the matching more to "
+                                              "choose from.", min=1.0)] = 2.0,
     domain_key: Annotated[Optional[str], typer.Option(help="Tag column or corpus field to match the domain mix on "
                                                       "(default: a `domain` tag column where there is one).")] = None,
     text_key: TextKey = "text",
@@ -1010,9 +1013,6 @@ def cpt(
         curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
             --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
     """
-    import shlex
-    import sys
-
     from curate.pipelines.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
 
     try:
@@ -1031,7 +1031,7 @@ def cpt(
         result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
                          length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                          rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
-                         license=license, command=shlex.join(sys.argv))
+                         license=license, oversample=oversample)
     except (CPTError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     report = result.report

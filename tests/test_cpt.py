@@ -30,6 +30,7 @@ from curate.pipelines.cpt import (
 )
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
+from tests.test_cards import assert_family_card
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "curate" / "sample_data" / "corpus" / "*.jsonl")
@@ -180,7 +181,7 @@ def test_cpt_on_sample_corpus(sample_tags, tiny_model, tmp_path):
     assert all(r[b] == 0 for r in pq.read_table(out / "minimized" / "data").to_pylist()
                for b in ("verification", "backtracking", "subgoal_setting", "backward_chaining"))
     card = (out / "enriched" / "README.md").read_text()
-    assert "KS statistic" in card and "seed | 1" in card and f"{tokens_e:,} tokens" in card and "Before selection" in card
+    assert "KS statistic" in card and "| seed | `1 (" in card and f"{tokens_e:,} tokens" in card and "Before selection" in card
     # Another seed draws another sample; the same seed the same one.
     again = run_cpt(sample_tags, InputSpec(SAMPLE), "8k", tiny_model, tmp_path / "again", CPTSelection(seed=1),
                     domain_key="topic", export=False, progress=False)
@@ -246,6 +247,7 @@ def test_rewrite_through_transformers_serve_counts_garbage(sample_tags, tiny_mod
             assert row["question"] and row["answer"] and row["completion"].startswith("<think>")
         card = (out / f"{variant}_rewrite" / "README.md").read_text()
         assert f"{len(rejects):,} dropped" in card and "rewrite_v1-" in card
+        assert "--rewrite" in assert_family_card(out / f"{variant}_rewrite" / "README.md", "cpt").text
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -25,6 +25,7 @@ from curate.pipelines.passrate import (
     select_by_pass_rate,
 )
 from curate.rewards import compute_score
+from tests.test_cards import assert_family_card
 
 HAS_SERVE = shutil.which("transformers", path=str(Path(sys.executable).parent)) is not None
 needs_serve = pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")
@@ -131,7 +132,8 @@ def test_filter_end_to_end_through_transformers_serve(dataset, tiny_model, tmp_p
     assert sorted(r["id"] for r in prompt_rejects) == ["bad-question", "bad-source"]
     assert sum(result.kept.values()) + sum(n for r, n in result.rejected.items() if not r.startswith("not a prompt")) == 4
     assert result.rejected["not a prompt: empty question"] == 1
-    assert (out / "README.md").exists() and json.loads((out / ".curate" / "passrate.json").read_text())["k"] == 2
+    assert json.loads((out / ".curate" / "passrate.json").read_text())["k"] == 2
+    assert_family_card(out / "README.md", "filter-passrate")
     assert not list(out.rglob("*.partial"))
 
     # Same samples, another band: nothing is sampled again.

@@ -18,9 +18,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import product
 
+import numpy as np
 import spacy
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
+from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc, Span
 
 from curate.behaviors import BEHAVIOR_NAMES
@@ -250,11 +252,22 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "our|my|the goal|aim|objective is to show|prove|get|make|reach"),
 )
 
-NEWLINES = re.compile(r"\n\s*")
 BACKTRACKING_WAIT_VERIFIES = re.compile(
     r"\b(check|verify|double-check|confirm|make sure|be sure|sanity)\b", re.IGNORECASE
 )
 WAIT_NOT_REVISION = re.compile(r"^\s*(wait|hold on|hang on)\s+(for|until|till|to|and see)\b", re.IGNORECASE)
+
+
+def _anchor(words: list[str]) -> list[str]:
+    """A pattern's leading words that every match starts with: up to the first number, wildcard or optional word."""
+    anchor = []
+    for word in words:
+        if word.endswith("?") or "NUM" in word.split("|") or word == "*":
+            break
+        anchor.append(word)
+    if not anchor:
+        raise ValueError(f"cue pattern {' '.join(words)!r} must start with a literal word")
+    return anchor
 
 
 def _expand(words: list[str]) -> Iterator[tuple[str, ...]]:
@@ -273,27 +286,58 @@ def _expand(words: list[str]) -> Iterator[tuple[str, ...]]:
 
 def _build_nlp() -> Language:
     nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("curate_newline_sentences", after="sentencizer")
+    nlp.add_pipe("curate_sentences")
     nlp.max_length = CHUNK_CHARS * 2
     return nlp
 
 
-@Language.component("curate_newline_sentences")
-def newline_sentences(doc: Doc) -> Doc:
-    # A newline is its own whitespace token (or trails one); find them in the text, not token by token.
-    text = doc.text
-    if "\n" not in text:
+SENTENCE_END_CHARS: frozenset[str] = frozenset(Sentencizer.default_punct_chars)
+
+
+@Language.component("curate_sentences")
+def sentences(doc: Doc) -> Doc:
+    """spaCy's Sentencizer rule, plus a sentence at every line break, computed on token arrays.
+
+    The Sentencizer walks the Doc creating a Python Token per token, which cost more than tokenizing;
+    its rule is the same: after a sentence-final character, the next token that is neither
+    punctuation nor such a character opens a sentence (so closing quotes and brackets stay behind)."""
+    n = len(doc)
+    if n == 0:
         return doc
-    offsets = doc.to_array("IDX")
+    ends = np.isin(doc.to_array("ORTH"), _end_char_ids(doc.vocab))
+    punct = doc.to_array("IS_PUNCT").astype(bool) | ends
+    # For each token, how many sentence-final characters precede it since the last ordinary token.
+    ordinary = np.flatnonzero(~punct)
+    ends_before = np.concatenate(([0], np.cumsum(ends)))
+    previous_ordinary = np.concatenate(([-1], ordinary[:-1]))
+    opens = ends_before[ordinary] - ends_before[previous_ordinary + 1] > 0
+    starts = np.full(n, -1, dtype=np.int64)
+    starts[ordinary[opens]] = 1
+    starts[0] = 1
+    # The tokenizer keeps only a single trailing space on a token: every line break sits in a whitespace
+    # token, and the next token that is not whitespace opens a sentence. (Doc.text would build every Token.)
+    space = doc.to_array("IS_SPACE").astype(bool)
+    if space.any():
+        strings = doc.vocab.strings
+        orth = doc.to_array("ORTH")
+        breaks = [j for j in np.flatnonzero(space).tolist() if "\n" in strings[int(orth[j])]]
+        if breaks:
+            words = np.flatnonzero(~space)
+            after = np.searchsorted(words, np.asarray(breaks) + 1)
+            starts[words[after[after < len(words)]]] = 1
     # Setting Token.is_sent_start re-checks the whole Doc each time; write the column in one go.
-    sent_starts = doc.to_array(["SENT_START"])
-    for match in NEWLINES.finditer(text):
-        following = int(offsets.searchsorted(match.end()))
-        if 0 < following < len(doc) and offsets[following] == match.end():
-            sent_starts[following] = 1
-    doc.from_array(["SENT_START"], sent_starts.reshape(-1, 1))
+    doc.from_array(["SENT_START"], starts.astype(np.uint64).reshape(-1, 1))  # spaCy's columns are uint64; -1 wraps
     return doc
+
+
+_END_CHAR_IDS: dict[int, np.ndarray] = {}
+
+
+def _end_char_ids(vocab) -> np.ndarray:
+    key = id(vocab)
+    if key not in _END_CHAR_IDS:
+        _END_CHAR_IDS[key] = np.array(sorted(vocab.strings.add(c) for c in SENTENCE_END_CHARS), dtype=np.uint64)
+    return _END_CHAR_IDS[key]
 
 
 def _chunks(text: str) -> Iterator[tuple[int, str]]:
@@ -330,6 +374,10 @@ class CueClassifier(Classifier):
         # only cues with numbers or wildcards need the Matcher.
         self.matcher = Matcher(self.nlp.vocab)
         self.phrases = PhraseMatcher(self.nlp.vocab, attr="LOWER")
+        # The Matcher costs ~1 s/MB per handful of patterns even where nothing matches; it only runs on a
+        # window after an anchor (each pattern's leading literal words) that the PhraseMatcher found.
+        self.anchors = PhraseMatcher(self.nlp.vocab, attr="LOWER")
+        self.window = 0
         self.cues: dict[str, Cue] = {}
         self.then = {cue.then: re.compile(cue.then, re.IGNORECASE) for cue in CUES if cue.then}
         for i, cue in enumerate(CUES):
@@ -338,6 +386,8 @@ class CueClassifier(Classifier):
             words = cue.pattern.split()
             if any(w.removesuffix("?") in ("NUM", "*") for w in words):
                 self.matcher.add(key, [[_token_spec(w) for w in words]])
+                self.anchors.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(_anchor(words))])
+                self.window = max(self.window, len(words))
             else:
                 self.phrases.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(words)])
 
@@ -348,13 +398,20 @@ class CueClassifier(Classifier):
         ]
         docs = self.nlp.pipe((chunk for _, _, chunk in pieces), batch_size=self.batch_size)
         for (t, offset, _), doc in zip(pieces, docs):
-            sentences = list(doc.sents)
-            sentence_starts = [sentence.start for sentence in sentences]
-            for match_id, start, end in [*self.phrases(doc), *self.matcher(doc)]:
+            matches = self._matches(doc)
+            if not matches:
+                continue
+            # Doc.sents and Span.sent build a Python object per token; the sentence column is enough.
+            sentence_starts = np.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
+            sentence_starts.append(len(doc))
+            sentences: dict[int, Span] = {}
+            for match_id, start, end in matches:
                 key = self.nlp.vocab.strings[match_id]
                 cue = self.cues[key]
-                # Span.sent scans the whole doc on every call; look the sentence up instead.
-                sent = sentences[bisect_right(sentence_starts, start) - 1]
+                index = bisect_right(sentence_starts, start) - 1
+                sent = sentences.get(index)
+                if sent is None:
+                    sent = sentences[index] = doc[sentence_starts[index]:sentence_starts[index + 1]]
                 behavior = self._accept(cue, doc, start, end, sent)
                 if behavior is None:
                     continue
@@ -373,6 +430,17 @@ class CueClassifier(Classifier):
             )
             results.append(Labels(counts=counts, evidence=evidence))
         return results
+
+    def _matches(self, doc: Doc) -> list[tuple[int, int, int]]:
+        found = self.phrases(doc)
+        anchored = {(match_id, start) for match_id, start, _ in self.anchors(doc)}
+        if anchored:
+            windows = set()
+            for _, start in anchored:
+                for match_id, begin, end in self.matcher(doc[start:start + self.window]):
+                    windows.add((match_id, start + begin, start + end))
+            found += sorted(windows)
+        return found
 
     def _accept(self, cue: Cue, doc: Doc, start: int, end: int, sent: Span) -> str | None:
         """Apply the context rules to the match doc[start:end]; returns the behavior it counts for, or None.

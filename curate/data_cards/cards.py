@@ -1,18 +1,21 @@
 """Dataset cards generated from measured statistics with huggingface_hub's card machinery.
 
 One template family for every builder: templates/dataset.md lays out the header, parameters and the
-command that reproduces the set, the builder's own measured sections, plots, fields, loading and
-limitations. `render_card` fills it; `save_card` checks the result the way the Hub will read it
-(DatasetCard.load and the required metadata) before it replaces README.md.
+command that reproduces the set, the builder's own measured sections, plots, the marked reports of
+cleaning steps (dedup, decontam), fields, loading and limitations. `render_card` fills it; `save_card`
+checks the result the way the Hub will read it (DatasetCard.load and the required metadata) before it
+replaces README.md.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
 
 import curate
@@ -62,18 +65,35 @@ def rejects_table(rejects: dict[str, int]) -> str:
     return "\n".join(lines) + "\n\nThe records themselves are kept in `rejects/` beside the data."
 
 
-def reproduce_command(parameters: dict) -> str:
+def reproduce_command(parameters: dict, output: str | Path, dedup: bool = False, decontam: str | None = None,
+                      benchmarks_dir: str | Path | None = None, license: str | None = None) -> str:
+    """`curate build` with the parameters of this build (tags are reused from OUTPUT/tags or retagged)."""
     selection = parameters["selection"]
     behaviors = selection["behaviors"]
-    parts = ["curate", "build", "--input", parameters["input"], "--text-key", parameters["text_key"],
+    parts = ["curate", "build", "--input", parameters["input"], "--output", str(output),
+             "--text-key", parameters["text_key"], "--id-key", parameters["id_key"],
              "--classifier", parameters["classifier"],
              "--behaviors", behaviors if isinstance(behaviors, str) else ",".join(behaviors),
              "--min-count", str(selection["min_count"]), "--seed", str(selection["seed"])]
+    if parameters["input"].startswith("hf:"):
+        parts += ["--split", parameters["split"]]
     if selection["exclude"]:
         parts += ["--exclude-behaviors", ",".join(selection["exclude"])]
     if selection["limit"]:
         parts += ["--limit", str(selection["limit"])]
-    return shlex.join(parts)
+    if license:
+        parts += ["--license", license]
+    return shlex.join(parts + cleaning_options(dedup, decontam, benchmarks_dir))
+
+
+def cleaning_options(dedup: bool, decontam: str | None, benchmarks_dir: str | Path | None) -> list[str]:
+    """The --dedup / --decontam options every builder shares, as they go on its command line."""
+    parts = ["--dedup"] if dedup else []
+    if decontam:
+        parts += ["--decontam", decontam]
+        if benchmarks_dir:
+            parts += ["--benchmarks-dir", str(benchmarks_dir)]
+    return parts
 
 
 # The Hub's size_categories values.
@@ -99,28 +119,77 @@ class InvalidCardError(ValueError):
     pass
 
 
+# Where report sections added after the build (dedup, decontam) go: after the builder's own, before Fields.
+REPORTS_ANCHOR = "<!-- curate:reports -->"
+
+
+def _cell(value: object) -> str:
+    """A value as it can sit in a markdown table cell, inside a code span."""
+    return str(value).replace("\n", " ").replace("|", "\\|")
+
+
+def data_files(output: str | Path) -> list[Path]:
+    """The finished parquet files of a dataset in curate's layout (OUTPUT/data/SPLIT-NNNNN.parquet)."""
+    return sorted(Path(output, "data").glob("*.parquet"))
+
+
+def data_rows(output: str | Path) -> int:
+    """Rows in OUTPUT/data, every split: what size_categories counts."""
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in data_files(output))
+
+
+def data_splits(output: str | Path) -> list[str]:
+    return sorted({f.name.rsplit("-", 1)[0] for f in data_files(output)})
+
+
+def split_configs(splits: list[str]) -> list[dict]:
+    return [{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}]
+
+
+def load_snippet(splits: list[str]) -> str:
+    files = ", ".join(f'"{s}": "data/{s}-*.parquet"' for s in splits)
+    return f'from datasets import load_dataset\nds = load_dataset("parquet", data_files={{{files}}})'
+
+
+def schema_fields(schema, meanings: dict[str, str], default: str) -> list[tuple[str, str, str]]:
+    """Field rows of a parquet schema: its own names and types, with what each means where it is known."""
+    return [(f"`{f.name}`", f"`{f.type}`", meanings.get(f.name, default)) for f in schema]
+
+
 def render_card(
     card_data: DatasetCardData, *, summary: str, method: str, parameters: list[tuple[str, object]], command: str,
     sections: list[tuple[str, str]], fields: list[tuple[str, str, str]], load: str, limitations: str,
-    plots: list[tuple[str, str]] = (),
+    plots: list[tuple[str, str]] = (), reports: dict[str, str] | None = None,
 ) -> DatasetCard:
-    """The family template filled in; `sections` are (title, markdown) measured by the builder."""
+    """The family template filled in; `sections` are (title, markdown) measured by the builder, `reports` the
+    marked sections of cleaning steps (markdown with their own heading) that `update_card_section` can replace."""
     return DatasetCard.from_template(
         card_data,
         template_path=str(TEMPLATES / "dataset.md"),
         pretty_name=card_data.pretty_name,
         summary=summary,
         curate_version=curate.__version__,
-        built_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        built_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         method=method,
-        parameters=parameters,
+        parameters=[(key, _cell(value)) for key, value in parameters],
         command=command,
         sections=sections,
         plots=list(plots),
+        reports=[(key, markdown.strip()) for key, markdown in (reports or {}).items()],
         fields=fields,
         load=load,
         limitations=limitations,
     )
+
+
+def _check_metadata(card: DatasetCard, where: object) -> None:
+    metadata = card.data.to_dict()
+    missing = [key for key in REQUIRED_METADATA if not metadata.get(key)]
+    if missing:
+        raise InvalidCardError(f"{where}: card metadata lacks {', '.join(missing)}")
+    unknown = [c for c in metadata["size_categories"] if c not in SIZE_CATEGORIES]
+    if unknown:
+        raise InvalidCardError(f"{where}: unknown size_categories {unknown}")
 
 
 def check_card(path: str | Path) -> DatasetCard:
@@ -129,13 +198,7 @@ def check_card(path: str | Path) -> DatasetCard:
         card = DatasetCard.load(Path(path))
     except Exception as error:  # a malformed header raises ValueError or a yaml error
         raise InvalidCardError(f"{path}: invalid card metadata: {error}") from error
-    metadata = card.data.to_dict()
-    missing = [key for key in REQUIRED_METADATA if not metadata.get(key)]
-    if missing:
-        raise InvalidCardError(f"{path}: card metadata lacks {', '.join(missing)}")
-    unknown = [c for c in metadata["size_categories"] if c not in SIZE_CATEGORIES]
-    if unknown:
-        raise InvalidCardError(f"{path}: unknown size_categories {unknown}")
+    _check_metadata(card, path)
     return card
 
 
@@ -153,9 +216,76 @@ def save_card(card: DatasetCard, output: str | Path) -> Path:
     return path
 
 
+def update_card_section(output: str | Path, key: str, markdown: str) -> Path:
+    """Puts (or replaces) a marked report section in the card at OUTPUT/README.md.
+
+    The step that adds it removed rows, so a card with curate's metadata gets its size category recounted and is
+    checked again; a card without it (written by hand) only gets the section."""
+    path = Path(output) / "README.md"
+    text = path.read_text(encoding="utf-8")
+    block = f"<!-- curate:{key} -->\n{markdown.strip()}\n<!-- /curate:{key} -->\n"
+    text, replaced = re.subn(rf"<!-- curate:{key} -->.*?<!-- /curate:{key} -->\n?", lambda _m: block, text, flags=re.DOTALL)
+    if not replaced:
+        if REPORTS_ANCHOR in text:
+            text = text.replace(REPORTS_ANCHOR, f"{block}\n{REPORTS_ANCHOR}", 1)
+        else:
+            text = text.rstrip("\n") + "\n\n" + block
+    card = DatasetCard(text)
+    try:
+        _check_metadata(card, path)
+    except InvalidCardError:
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+        return path
+    card.data.size_categories = [size_category(data_rows(output))]
+    return save_card(card, output)
+
+
+def write_step_card(
+    input: str | Path, output: str | Path, *, step: str, key: str, report: str, parameters: list[tuple[str, object]],
+    command: str, method: str, limitations: str,
+) -> Path:
+    """The card of a cleaning step's output written apart from its input (`curate dedup` / `curate decontam`).
+
+    License, language, task and tags are the input dataset's where it has a card: the rows are its rows."""
+    source_card = Path(str(input)).expanduser() / "README.md"
+    source = DatasetCard.load(source_card).data if source_card.is_file() else None
+    splits = data_splits(output)
+    rows = data_rows(output)
+    files = data_files(output)
+    name = Path(str(input).rstrip("/")).name or str(input)
+    card_data = DatasetCardData(
+        license=(source.license if source else None) or "other",
+        language=(source.language if source else None) or ["en"],
+        task_categories=(source.task_categories if source else None) or ["text-generation"],
+        size_categories=[size_category(rows)],
+        pretty_name=f"{(source.pretty_name if source else None) or name}: {step}",
+        tags=list(dict.fromkeys(["curate", step, *((source.tags or []) if source else [])])),
+        configs=split_configs(splits),
+    )
+    card = render_card(
+        card_data,
+        summary=f"{rows:,} rows of `{input}` after {step}.",
+        method=method,
+        parameters=parameters,
+        command=command,
+        sections=[("Rows per split", "| split | rows |\n|---|---|\n" + "\n".join(
+            f"| {s} | {sum(pq.ParquetFile(f).metadata.num_rows for f in files if f.name.startswith(f'{s}-')):,} |"
+            for s in splits))],
+        reports={key: report},
+        fields=schema_fields(pq.read_schema(files[0]), {}, "as in the input") if files else [],
+        load=load_snippet(splits),
+        limitations=limitations + (" The rows are those of the input, with its card's limitations; see its README.md."
+                                   if source else ""),
+    )
+    return save_card(card, output)
+
+
 def write_behavior_card(
     output: Path, parameters: dict, corpus_stats: list, dataset_stats: list, rejects: dict[str, int],
-    license: str = "other", extra: dict | None = None,
+    license: str = "other", extra: dict | None = None, dedup: bool = False, decontam: str | None = None,
+    benchmarks_dir: str | Path | None = None,
 ) -> DatasetCard:
     selected = dataset_stats[0].documents if dataset_stats else 0
     behaviors = parameters["selection"]["behaviors"]
@@ -176,6 +306,7 @@ def write_behavior_card(
     selection_rows = [("input", parameters["input"]), ("text key", parameters["text_key"]),
                       ("classifier", parameters["classifier"])]
     selection_rows += [(k.replace("_", " "), v) for k, v in parameters["selection"].items()]
+    selection_rows += [("dedup", dedup), ("decontam", decontam or "no")]
     selection_rows += list((extra or {}).items())
     card = render_card(
         card_data,
@@ -184,7 +315,7 @@ def write_behavior_card(
         method=f"Documents were tagged with the behavior classifier `{parameters['classifier']}`, selected with a "
                "DuckDB query over the attribute shards, and written with their text and attributes.",
         parameters=selection_rows,
-        command=reproduce_command(parameters),
+        command=reproduce_command(parameters, output, dedup, decontam, benchmarks_dir, license),
         sections=[("Behaviors in this dataset", stats_table(dataset_stats)),
                   ("Behaviors in the tagged source corpus", stats_table(corpus_stats)),
                   ("Records that could not be read", rejects_table(rejects))],

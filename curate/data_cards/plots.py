@@ -1,10 +1,11 @@
-"""Plots a person would rather look at than read: prevalence per behavior and their co-occurrence."""
+"""Plots a person would rather look at than read: prevalence per behavior and their co-occurrence, length distributions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -45,5 +46,25 @@ def plot_prevalence(stats: list, path: str | Path) -> Path:
     tmp = path.with_name(path.stem + ".partial.png")
     fig.savefig(tmp, dpi=120)
     plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def plot_length_histograms(lengths: dict[str, list[int]], path: str | Path, unit: str) -> Path:
+    """One step histogram of log10 length per named set, so that two sets meant to match can be compared by eye."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    for name, values in lengths.items():
+        if values:
+            axis.hist(np.log10(np.maximum(values, 1)), bins=30, histtype="step", label=f"{name} ({len(values):,})")
+    axis.set_xlabel(f"log10 {unit}")
+    axis.set_ylabel("documents")
+    if any(lengths.values()):
+        axis.legend()
+    figure.tight_layout()
+    tmp = path.with_name(path.stem + ".partial.png")
+    figure.savefig(tmp, dpi=100)
+    plt.close(figure)
     tmp.replace(path)
     return path

@@ -61,6 +61,8 @@ def run_build(
         "classifier": tagged.classifier,
         "tags": str(tagged.tags_dir.resolve()),
         "selection": selection.describe(),
+        # A cleaned build is another dataset: toggling either must not reuse the data of the other.
+        "cleaning": {"dedup": dedup, "decontam": decontam},
     }
     parameters_path = state / "parameters.json"
     if parameters_path.exists() and json.loads(parameters_path.read_text()) != parameters:
@@ -91,6 +93,9 @@ def run_build(
         rejects=count_rejects(tagged.rejects_dir),
         license=license,
         extra=card_extra or {},
+        dedup=dedup,
+        decontam=decontam,
+        benchmarks_dir=benchmarks_dir,
     )
     # After the card: each adds its own report section to it.
     if dedup:

@@ -901,26 +901,14 @@ def _length_histogram(connection, files: list[str]) -> list[tuple[str, int, int]
 
 
 def _plot_lengths(output: Path, datasets: dict[str, Path], tokenizer: str) -> str:
-    import matplotlib
+    from curate.data_cards.plots import plot_length_histograms
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 3.5))
     with duckdb.connect() as connection:
-        for name, folder in datasets.items():
-            lengths = [r[0] for r in connection.sql(f"SELECT n_tokens FROM read_parquet('{folder}/*.parquet')").fetchall()]
-            if lengths:
-                axis.hist(np.log10(np.maximum(lengths, 1)), bins=30, histtype="step", label=f"{name} ({len(lengths):,})")
-    axis.set_xlabel(f"log10 tokens per document ({Path(tokenizer).name})")
-    axis.set_ylabel("documents")
-    axis.legend()
-    figure.tight_layout()
-    path = output / "lengths.png"
-    figure.savefig(f"{path}.partial.png", dpi=100)
-    plt.close(figure)
-    os.replace(f"{path}.partial.png", path)
-    return path.name
+        lengths = {name: [r[0] for r in connection.sql("SELECT n_tokens FROM read_parquet($f)",
+                                                       params={"f": parquet_files(folder)}).fetchall()]
+                   for name, folder in datasets.items() if parquet_files(folder)}
+    return plot_length_histograms(lengths, output / "lengths.png",
+                                  f"tokens per document ({Path(tokenizer).name})").name
 
 
 def length_removed(pools: dict, report: MatchReport) -> dict[str, int]:
@@ -949,12 +937,85 @@ def _length_matching_row(parameters: dict, report: MatchReport) -> str:
     return text + strata + " |"
 
 
+def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: RewriteOptions | None) -> str:
+    """`curate cpt` with every option this build used (tags by absolute path, as the card records them)."""
+    import shlex
+
+    from curate.data_cards.cards import cleaning_options
+
+    selection = parameters["selection"]
+    parts = ["curate", "cpt", "--tags", parameters["tags"], "--texts", spec.path, "--tokens", str(parameters["budget"]),
+             "--tokenizer", parameters["tokenizer"], "--output", str(output),
+             "--behaviors", ",".join(selection["behaviors"]), "--min-behaviors", str(selection["min_behaviors"]),
+             "--min-count", str(selection["min_count"]), "--seed", str(selection["seed"]),
+             "--tolerance", str(parameters["tolerance"]), "--length-bins", str(parameters["length_bins"]),
+             "--length-match", parameters["length_match"], "--length-trim", str(parameters["length_trim"]),
+             "--oversample", str(parameters["oversample"]), "--text-key", spec.text_key, "--id-key", spec.id_key,
+             "--pack-length", str(parameters["pack_length"]), "--pack-format", parameters["pack_format"],
+             "--license", parameters["license"]]
+    if spec.is_hub:
+        parts += ["--split", spec.split]
+    if parameters["domain_key"]:
+        parts += ["--domain-key", parameters["domain_key"]]
+    if rewrite is not None:
+        parts += ["--rewrite", "--model", rewrite.model, "--backend", rewrite.backend,
+                  "--max-doc-tokens", str(rewrite.max_doc_tokens), "--max-new-tokens", str(rewrite.max_new_tokens)]
+        parts += ["--endpoint-url", rewrite.endpoint_url] if rewrite.endpoint_url else []
+    return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
+
+
+CPT_FIELDS = [
+    ("`id`", "string", "document id in the corpus"),
+    ("`text`", "string", "the document, unchanged"),
+    ("`n_tokens`", "int64", "tokens of `text` under the named tokenizer, no special tokens"),
+    ("`n_chars`", "int64", "characters of `text`"),
+    ("`domain`", "string, nullable", "the stratum the length matching balanced on (null without a domain key)"),
+    ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32",
+     "how many sentences the classifier found showing each behavior"),
+    ("`classifier`, `model`, `prompt_version`", "string", "what produced the counts (model and prompt: LLM classifiers)"),
+    ("`error`", "string", "always null here: documents the classifier could not label are in neither set"),
+]
+REWRITE_FIELDS = [
+    ("`id`", "string", "the source document's id"),
+    ("`question`, `thoughts`, `answer`", "string", "the three parts of the rewrite"),
+    ("`completion`", "string", "`thoughts` and `answer` in the SFT completion format"),
+    ("`text`", "string", "question, thoughts and answer as one CPT document"),
+    ("`n_tokens`", "int64", "tokens of `text` under the named tokenizer"),
+    ("`source_variant`", "string", "`enriched` or `minimized`"),
+    ("`model`, `prompt_version`", "string", "who rewrote it, with which prompts"),
+    ("`truncated_source`", "bool", "the source was cut to the model's document budget before rewriting"),
+]
+CPT_LOAD = 'from datasets import load_dataset\nds = load_dataset("parquet", data_files={"train": "data/train-*.parquet"})'
+
+
+def _matching_table(parameters: dict, report: MatchReport) -> str:
+    pools = parameters["pools"]
+    short = report.strata_short
+    return "\n".join([
+        "| measure | value |", "|---|---|",
+        _length_matching_row(parameters, report),
+        f"| two-sample KS statistic (token lengths, enriched vs minimized) | {report.ks_statistic:.4f} |",
+        (f"| domain x length strata the minimized pool could not fill (filled from the same length bin) | "
+         f"{len(short)} of {report.strata}{': ' + ', '.join(short[:8]) if short else ''}{' ...' if len(short) > 8 else ''} |"),
+        (f"| candidates (enriched / minimized / neither / ambiguous ids) | {pools.get('enriched', 0):,} / "
+         f"{pools.get('minimized', 0):,} / {pools.get('neither', 0):,} / {pools.get('ambiguous_ids', 0):,} |"),
+        (f"| enriched / minimized | {report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens / "
+         f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens |"),
+    ])
+
+
 def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchReport, tags: Path,
                    rejects: dict[str, int]) -> None:
-    from huggingface_hub import DatasetCard, DatasetCardData
+    from huggingface_hub import DatasetCardData
 
-    import curate
-    from curate.data_cards.cards import rejects_table, size_category, stats_table
+    from curate.data_cards.cards import (
+        rejects_table,
+        render_card,
+        save_card,
+        size_category,
+        split_configs,
+        stats_table,
+    )
 
     data = output / "data"
     files = parquet_files(data)
@@ -970,77 +1031,91 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
     rule = (f"at least {selection['min_behaviors']} of {', '.join(selection['behaviors'])}, each counted at least "
             f"{selection['min_count']} time(s)" if variant == "enriched" else f"none of {', '.join(selection['behaviors'])}")
     card_data = DatasetCardData(
-        license=parameters.get("license", "other"), language=["en"], task_categories=["text-generation"],
+        license=parameters["license"], language=["en"], task_categories=["text-generation"],
         size_categories=[size_category(documents)], pretty_name=f"curate CPT: behavior-{variant}",
         tags=["reasoning", "cognitive-behaviors", "curate", "continued-pretraining", variant],
-        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}],
+        configs=split_configs(["train"]),
     )
     partner = "minimized" if variant == "enriched" else "enriched"
     partner_tokens = report.minimized_tokens if variant == "enriched" else report.enriched_tokens
-    lines = [
-        f"# curate CPT: behavior-{variant}", "",
-        f"{documents:,} documents, {tokens:,} tokens ({Path(parameters['tokenizer']).name} tokenizer, no special tokens), "
-        f"{characters:,} characters: documents with {rule}. Built by curate {curate.__version__} on "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the matched `{partner}` set has {partner_tokens:,} tokens.", "",
-        "## Selection", "", "| parameter | value |", "|---|---|",
-        f"| corpus | `{parameters['texts']}` (text key `{parameters['text_key']}`) |",
-        f"| tags | `{parameters['tags']}` (classifier `{parameters['classifier']}`) |",
-        f"| rule | `{selection[f'{variant}_rule']}` |",
-        f"| seed | {selection['seed']} (documents drawn in md5(id:seed) order, not corpus order) |",
-        f"| token budget | {report.budget:,} (tolerance {100 * report.tolerance:g} %) |",
-        f"| tokenizer | `{parameters['tokenizer']}` |",
-        _length_matching_row(parameters, report),
-        f"| two-sample KS statistic (token lengths, enriched vs minimized) | {report.ks_statistic:.4f} |",
-        f"| domain x length strata the minimized pool could not fill (filled from the same length bin) | "
-        f"{len(report.strata_short)} of {report.strata}{': ' + ', '.join(report.strata_short[:8]) if report.strata_short else ''}"
-        f"{' ...' if len(report.strata_short) > 8 else ''} |",
-        f"| candidates (enriched / minimized / neither / ambiguous ids) | {parameters['pools'].get('enriched', 0):,} / "
-        f"{parameters['pools'].get('minimized', 0):,} / {parameters['pools'].get('neither', 0):,} / "
-        f"{parameters['pools'].get('ambiguous_ids', 0):,} |",
-        f"| dedup / decontam | {parameters['dedup']} / {parameters['decontam'] or 'no'} |", "",
-        "Reproduce: `" + parameters["command"] + "`", "",
-        "## Length distribution", "", f"![token lengths]({plot})", "",
-        "| tokens per document | documents | tokens |", "|---|---|---|",
-        *[f"| {b} | {n:,} | {t:,} |" for b, n, t in histogram], "",
-        "## Domain mix", "", "| domain | documents | tokens |", "|---|---|---|",
-        *[f"| {d} | {n:,} | {t:,} |" for d, n, t in domains], "",
-        "## Behavior prevalence", "", "After selection:", "", stats_table(behavior_stats(data)), "",
-        "Before selection (all tagged documents):", "", stats_table(behavior_stats(tags)), "",
-        "## Rejected records", "", rejects_table(rejects), "",
-        "## Limitations", "",
-        "Counts come from an automatic classifier and carry its errors. Length matching is by strata, so the two "
-        "distributions agree up to the KS statistic above, not exactly. With `common` or `range` length matching, "
-        "documents outside the two pools' common length range (counted above) are in neither set: the enriched set "
-        "then under-represents the longest behavior-rich documents, by design, so that length does not confound "
-        "the comparison.",
-    ]
-    card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n" + "\n".join(lines) + "\n")
-    card.save(output / "README.md.partial")
-    os.replace(output / "README.md.partial", output / "README.md")
+    card = render_card(
+        card_data,
+        summary=f"{documents:,} documents, {tokens:,} tokens ({Path(parameters['tokenizer']).name} tokenizer, no special "
+                f"tokens), {characters:,} characters: documents with {rule}. The matched `{partner}` set has "
+                f"{partner_tokens:,} tokens.",
+        method=f"Documents tagged by `{parameters['classifier']}` were split by a DuckDB query into behavior-enriched and "
+               "behavior-minimized candidate pools (seeded random order, no id in both), counted in tokens, and drawn "
+               "into two sets at one token budget with matched length distributions.",
+        parameters=[("corpus", parameters["texts"]), ("text key", parameters["text_key"]), ("tags", parameters["tags"]),
+                    ("classifier", parameters["classifier"]), ("rule", selection[f"{variant}_rule"]),
+                    ("seed", f"{selection['seed']} (documents drawn in md5(id:seed) order, not corpus order)"),
+                    ("token budget", f"{report.budget:,} (tolerance {100 * report.tolerance:g} %)"),
+                    ("tokenizer", parameters["tokenizer"]), ("length match", parameters["length_match"]),
+                    ("length trim", parameters["length_trim"]), ("length bins", parameters["length_bins"]),
+                    ("domain key", parameters["domain_key"]), ("oversample", parameters["oversample"]),
+                    ("dedup / decontam", f"{parameters['dedup']} / {parameters['decontam'] or 'no'}")],
+        command=parameters["command"],
+        sections=[
+            ("Matching", _matching_table(parameters, report)),
+            ("Length distribution", "| tokens per document | documents | tokens |\n|---|---|---|\n"
+             + "\n".join(f"| {b} | {n:,} | {t:,} |" for b, n, t in histogram)),
+            ("Domain mix", "| domain | documents | tokens |\n|---|---|---|\n"
+             + "\n".join(f"| {d} | {n:,} | {t:,} |" for d, n, t in domains)),
+            ("Behavior prevalence", (f"After selection:\n\n{stats_table(behavior_stats(data))}\n\n"
+             f"Before selection (all tagged documents):\n\n{stats_table(behavior_stats(tags))}")),
+            ("Rejected records", rejects_table(rejects)),
+        ],
+        plots=[("token lengths of both sets", plot)],
+        fields=CPT_FIELDS,
+        load=CPT_LOAD,
+        limitations="Counts come from an automatic classifier and carry its errors. Length matching is by strata, so the "
+                    "two distributions agree up to the KS statistic above, not exactly. With `common` or `range` length "
+                    "matching, documents outside the two pools' common length range (counted above) are in neither set: "
+                    "the enriched set then under-represents the longest behavior-rich documents, by design, so that "
+                    "length does not confound the comparison.",
+    )
+    save_card(card, output)
 
 
-def write_rewrite_card(output: Path, variant: str, result: RewriteResult, options: RewriteOptions, tokenizer: str) -> None:
-    from huggingface_hub import DatasetCard, DatasetCardData
+def write_rewrite_card(output: Path, variant: str, result: RewriteResult, options: RewriteOptions, parameters: dict) -> None:
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import (
+        render_card,
+        save_card,
+        size_category,
+        split_configs,
+    )
 
     kept, dropped = result.kept[variant], result.dropped[variant]
-    card_data = DatasetCardData(language=["en"], task_categories=["text-generation"], pretty_name=f"curate CPT: {variant} rewritten",
-                                tags=["reasoning", "curate", "continued-pretraining", variant, "rewrite"],
-                                configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}])
+    card_data = DatasetCardData(
+        license=parameters["license"], language=["en"], task_categories=["text-generation"],
+        size_categories=[size_category(kept)], pretty_name=f"curate CPT: {variant}, rewritten as question / thoughts / answer",
+        tags=["reasoning", "curate", "continued-pretraining", variant, "rewrite"], configs=split_configs(["train"]),
+    )
     style = ("first-person thoughts that keep the author's checks, dead ends and subgoals" if variant == "enriched"
              else "plain numbered steps")
-    lines = [
-        f"# curate CPT: {variant}, rewritten as question / thoughts / answer", "",
-        f"Each document of `../{variant}` rewritten by `{options.model}` ({options.backend}) with prompt "
-        f"`{result.prompt_version}` (thoughts: {style}). Every row keeps its source `id`.", "",
-        f"{kept:,} rows kept, {result.tokens[variant]:,} tokens of `text` ({Path(tokenizer).name} tokenizer); "
-        f"{sum(dropped.values()):,} dropped (kept with the raw model output in `rejects/rewrite.jsonl`):", "",
-        "| reason | rows |", "|---|---|", *([f"| {k} | {v:,} |" for k, v in dropped.items()] or ["| (none) | 0 |"]), "",
-        f"Documents were cut to {options.max_doc_tokens:,} model tokens at a line break; generation was limited to "
-        f"{options.max_new_tokens:,} tokens at temperature 0. Token totals of the two rewritten sets are not re-matched.",
-    ]
-    card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n" + "\n".join(lines) + "\n")
-    card.save(output / "README.md.partial")
-    os.replace(output / "README.md.partial", output / "README.md")
+    card = render_card(
+        card_data,
+        summary=f"{kept:,} documents of `../{variant}` rewritten as question / thoughts / answer, "
+                f"{result.tokens[variant]:,} tokens of `text` ({Path(parameters['tokenizer']).name} tokenizer).",
+        method=f"Each document was rewritten by `{options.model}` ({options.backend}) with prompt `{result.prompt_version}` "
+               f"(thoughts: {style}) at temperature 0; every row keeps its source `id`.",
+        parameters=[("model", options.model), ("backend", options.backend), ("prompt version", result.prompt_version),
+                    ("max doc tokens", options.max_doc_tokens), ("max new tokens", options.max_new_tokens),
+                    ("tokenizer", parameters["tokenizer"]), ("source", f"../{variant}")],
+        command=parameters["command"],
+        sections=[("Dropped rewrites", f"{sum(dropped.values()):,} dropped (kept with the raw model output in "
+                   "`rejects/rewrite.jsonl`):\n\n| reason | rows |\n|---|---|\n"
+                   + ("\n".join(f"| {k} | {v:,} |" for k, v in dropped.items()) or "| (none) | 0 |"))],
+        fields=REWRITE_FIELDS,
+        load=CPT_LOAD,
+        limitations=f"Documents were cut to {options.max_doc_tokens:,} model tokens at a line break before rewriting, and "
+                    f"generation was limited to {options.max_new_tokens:,} tokens. Token totals of the two rewritten sets "
+                    "are not re-matched. The rewriting model may drop or invent steps; nothing checks the rewrite against "
+                    "its source beyond its form.",
+    )
+    save_card(card, output)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -1080,7 +1155,6 @@ def run_cpt(
     workers: int = 1,
     progress: bool = True,
     license: str = "other",
-    command: str = "",
 ) -> CPTResult:
     selection = selection or CPTSelection()
     budget = parse_token_count(tokens)
@@ -1140,10 +1214,11 @@ def run_cpt(
         "tokenizer": tokenizer, "selection": selection.describe(), "budget": budget, "tolerance": tolerance,
         "length_bins": length_bins, "domain_key": domain_key, "domain_column": pools["domain_column"],
         "oversample": oversample, "length_match": length_match, "length_trim": length_trim,
-        "length_removed": length_removed(pools, report), "dedup": dedup, "decontam": decontam, "pools": pools, "license": license,
-        "command": command or f"curate cpt --tags {tags} --texts {spec.path} --tokens {budget} --tokenizer {tokenizer} "
-                              f"--output {output} --seed {selection.seed} --length-match {length_match}",
+        "length_removed": length_removed(pools, report), "dedup": dedup, "decontam": decontam,
+        "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "pools": pools, "license": license,
+        "pack_length": pack_length, "pack_format": pack_format,
     }
+    parameters["command"] = reproduce_command(parameters, spec, output, rewrite)
     with duckdb.connect() as connection:
         for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
             destination = output / variant / "data" / "train-00000.parquet"
@@ -1163,7 +1238,7 @@ def run_cpt(
     if rewrite is not None:
         result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress)
         for variant in VARIANTS:
-            write_rewrite_card(output / f"{variant}_rewrite", variant, result.rewrite, rewrite, tokenizer)
+            write_rewrite_card(output / f"{variant}_rewrite", variant, result.rewrite, rewrite, parameters)
         datasets += [f"{v}_rewrite" for v in VARIANTS]
     if export:
         for name in datasets:

@@ -19,6 +19,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,7 +35,7 @@ from datatrove.utils.text import simplify_text
 
 from curate.pipelines.dedup import (
     ROW, STATE, RemovedWriter, first_record_keys, RowReader, RowWriter, count_rows, jsonl_glob, move_read_rejects, resolve_input,
-    stage_output, update_card_section, write_jsonl_query,
+    stage_output, write_jsonl_query, write_report,
 )
 from curate.pipelines.steps import SplitRejects
 
@@ -364,9 +365,28 @@ def decontaminate(
     (output / STATE / "decontam.json").write_text(json.dumps(
         {**parameters, "read": result.read, "kept": kept, "removed": result.removed, "hits": hits,
          "benchmarks": summary.benchmarks}, indent=2))
-    update_card_section(output, "decontam", decontam_card_section(result))
+    command = ["curate", "decontam", str(input), "--against", against_option(against), "--output", str(output),
+               "--fields", ",".join(fields), "--ngrams", str(n_grams), "--short-min-words", str(short_min_tokens),
+               "--id-key", id_key]
+    root = benchmarks_dir or os.environ.get(BENCHMARKS_DIR_ENV)
+    if root and isinstance(against, str):
+        command += ["--benchmarks-dir", str(root)]
+    write_report(input, output, "decontam", decontam_card_section(result), {
+        "step": "decontamination", "parameters": list(parameters.items()), "command": shlex.join(command),
+        "method": "Rows sharing a word n-gram with a benchmark item were removed; every other row is written back as "
+                  "it was read.",
+        "limitations": "Only verbatim overlap (after normalization) is found: a paraphrased or translated benchmark "
+                       "item passes.",
+    })
     shutil.rmtree(stage / "index", ignore_errors=True)
     return result
+
+
+def against_option(against: str | list[BenchmarkSource]) -> str:
+    """--against as given, or rebuilt from parsed sources (then every source is a file or hub location)."""
+    if isinstance(against, str):
+        return against
+    return ",".join(s.location + (f"={'+'.join(s.fields)}" if s.fields else "") for s in against)
 
 
 def decontaminate_dataset(directory: str | Path, against: str | list[BenchmarkSource], **options) -> DecontamResult:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,26 +202,16 @@ def count_rows(directory: Path) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
-def update_card_section(output: Path, key: str, markdown: str) -> Path:
-    """Puts (or replaces) a report section in OUTPUT/README.md, whichever builder wrote the card."""
-    from huggingface_hub import DatasetCard, DatasetCardData
+def write_report(input: str | Path, output: Path, key: str, report: str, card: dict) -> None:
+    """A step run on a dataset in place adds its report to the dataset's card; run into another folder, it writes
+    that folder a card of its own (`card`: write_step_card's keywords)."""
+    from curate.data_cards.cards import update_card_section, write_step_card
 
-    card_path = output / "README.md"
-    if card_path.exists():
-        text = card_path.read_text()
+    in_place = Path(str(input)).expanduser().resolve() == output.resolve()
+    if in_place and (output / "README.md").exists():
+        update_card_section(output, key, report)
     else:
-        data = DatasetCardData(configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}])
-        text = DatasetCard(f"---\n{data.to_yaml()}\n---\n\n# {output.name}\n").content
-    block = f"<!-- curate:{key} -->\n{markdown.strip()}\n<!-- /curate:{key} -->\n"
-    text, replaced = re.subn(
-        rf"<!-- curate:{key} -->.*?<!-- /curate:{key} -->\n?", lambda _m: block, text, flags=re.S
-    )
-    if not replaced:
-        text = text.rstrip("\n") + "\n\n" + block
-    partial = output / "README.md.partial"
-    partial.write_text(text)
-    partial.replace(card_path)
-    return card_path
+        write_step_card(input, output, key=key, report=report, **card)
 
 
 # --------------------------------------------------------------------------- deduplication
@@ -385,7 +376,15 @@ def dedup(
         threshold=threshold, parameters=parameters,
     )
     (output / STATE / "dedup.json").write_text(json.dumps({**parameters, **_counts(result)}, indent=2))
-    update_card_section(output, "dedup", dedup_card_section(result))
+    command = ["curate", "dedup", str(input), "--output", str(output), "--threshold", str(threshold), "--ngrams",
+               str(n_grams), "--text-key", spec.text_key, "--id-key", id_key]
+    write_report(input, output, "dedup", dedup_card_section(result), {
+        "step": "deduplication", "parameters": list(parameters.items()), "command": shlex.join(command),
+        "method": "Exact duplicates (normalized-text hash) and then MinHash near duplicates (datatrove) were removed; "
+                  "every other row is written back as it was read.",
+        "limitations": "MinHash finds near duplicates with a probability that falls off below the threshold: a pair "
+                       "slightly less similar than it may survive, a pair slightly more similar may not.",
+    })
     for scratch in (signatures, buckets, clusters):
         shutil.rmtree(scratch, ignore_errors=True)
     return result

@@ -283,7 +283,7 @@ def _write_bookkeeping(result: ExportResult, dataset: Path, instruction: str | N
     _write_whole(state / "export.json", json.dumps(record, indent=2))
     schema = pq.read_schema(result.files[0]) if result.files else None
     usage = USAGE[result.target].format(train=(result.output / "data" / "train-*.parquet"), data=result.output / "data")
-    _write_card(result, dataset, schema, usage)
+    _write_card(result, dataset, schema, usage, instruction, system)
 
 
 TASK_CATEGORIES = {"verl": ["reinforcement-learning", "text-generation"], "trl": ["reinforcement-learning", "text-generation"],
@@ -307,13 +307,14 @@ FIELD_MEANINGS = {
 }
 
 
-def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, usage: str) -> None:
+def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, usage: str, instruction: str | None,
+                system: str | None) -> None:
     """The family card; license and language are the source dataset's (its card says what the rows may be used for)."""
     import shlex
 
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from curate.data_cards.cards import render_card, save_card, size_category
+    from curate.data_cards.cards import load_snippet, render_card, save_card, size_category
 
     source = DatasetCard.load(dataset / "README.md").data if (dataset / "README.md").is_file() else None
     splits = sorted(result.rows)
@@ -335,14 +336,16 @@ def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, u
         summary=f"{sum(result.rows.values()):,} rows of `{dataset.name}` in the input format of {result.target}.",
         method=f"Exported from `{dataset.resolve()}`; each row's `data_source` names the registered reward in "
                "`curate.rewards` that grades it.",
-        parameters=[("dataset", dataset), ("target", result.target)],
-        command=shlex.join(["curate", "export", str(dataset), "--to", result.target, "--output", str(result.output)]),
+        parameters=[("dataset", dataset), ("target", result.target), ("instruction", instruction), ("system", system)],
+        command=shlex.join(["curate", "export", str(dataset), "--to", result.target, "--output", str(result.output)]
+                           + (["--instruction", instruction] if instruction is not None else [])
+                           + (["--system", system] if system is not None else [])),
         sections=[("Rows per split", f"| split | rows |\n|---|---|\n{rows}"),
                   ("Rejected rows", "Kept with their reason in `rejects/export.jsonl`.\n\n| reason | rows |\n|---|---|\n"
                    + rejected),
                   ("Use", f"`{usage}`")],
         fields=fields,
-        load='from datasets import load_dataset\nds = load_dataset("parquet", data_dir="data")',
+        load=load_snippet(splits),
         limitations="The rows are those of the source dataset, with its card's limitations; see its README.md.",
     )
     save_card(card, result.output)

@@ -34,7 +34,6 @@ import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
@@ -448,8 +447,9 @@ def run_multihop(
     output = Path(output)
     (output / STATE).mkdir(parents=True, exist_ok=True)
     parameters = {
-        **spec.fingerprint(), "answer_key": answer_key, "n": n, "hops": f"{hops[0]}-{hops[1]}", "seed": seed,
-        "max_ratio": max_ratio, "tries_per_link": tries_per_link, "dedup": dedup, "decontam": decontam,
+        **spec.fingerprint(), "split": spec.split, "answer_key": answer_key, "n": n, "hops": f"{hops[0]}-{hops[1]}",
+        "seed": seed, "max_ratio": max_ratio, "tries_per_link": tries_per_link, "dedup": dedup, "decontam": decontam,
+        "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "license": license,
     }
     excluded, sections = clean_sources(spec, output, answer_key, dedup, decontam, benchmarks_dir, progress)
     source_rejects: list[dict] = []
@@ -487,11 +487,7 @@ def run_multihop(
 
     (output / STATE / "parameters.json").write_text(json.dumps(parameters, indent=2))
     (output / STATE / "stats.json").write_text(json.dumps(stats.to_dict(), indent=2))
-    write_card(output, parameters, stats, license=license)
-    from curate.pipelines.dedup import update_card_section
-
-    for key, markdown in sections.items():
-        update_card_section(output, key, markdown)
+    write_card(output, parameters, stats, sections)
     return MultihopResult(output=output, stats=stats, parameters=parameters)
 
 
@@ -573,115 +569,100 @@ def _table(header: tuple[str, str], counts: dict, total: int | None = None) -> s
     return "\n".join(lines)
 
 
-def reproduce_command(parameters: dict) -> str:
-    return shlex.join([
-        "curate", "multihop", "--input", parameters["input"], "--hops", parameters["hops"], "--n", str(parameters["n"]),
-        "--seed", str(parameters["seed"]), "--max-ratio", str(parameters["max_ratio"]),
-        "--tries-per-link", str(parameters["tries_per_link"]), "--output", "OUT",
-    ])
+def reproduce_command(parameters: dict, output: Path) -> str:
+    from curate.data_cards.cards import cleaning_options
+
+    parts = ["curate", "multihop", "--input", parameters["input"], "--output", str(output), "--hops", parameters["hops"],
+             "--n", str(parameters["n"]), "--seed", str(parameters["seed"]), "--max-ratio", str(parameters["max_ratio"]),
+             "--tries-per-link", str(parameters["tries_per_link"]), "--question-key", parameters["text_key"],
+             "--answer-key", parameters["answer_key"], "--id-key", parameters["id_key"],
+             "--license", parameters["license"]]
+    if parameters["input"].startswith("hf:"):
+        parts += ["--split", parameters["split"]]
+    return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
 
 
-def write_card(output: Path, parameters: dict, stats: MultihopStats, license: str = "mit") -> None:
-    from huggingface_hub import DatasetCard, DatasetCardData
+FIELDS = [
+    ("`id`", "string", "row id (`-h0`/`-h1`: half segments, `-sN`: single hops)"),
+    ("`chain_id`", "string", "the chain the row comes from"),
+    ("`question`", "string", "the composed problem text"),
+    ("`answer`", "string", "the final answer, as a decimal number"),
+    ("`data_source`", "string", f"`{DATA_SOURCE}`: the reward function that grades the final answer"),
+    ("`ability`", "string", f"`{ABILITY}`"),
+    ("`n_hops`", "int32", "number of problems in the row"),
+    ("`hops`", "list of struct", ("per problem: `source_id`, `question` (as shown), `answer`, `replaced` (the original "
+                                 "number's text the previous answer took the place of), `substituted_value`")),
+]
 
-    import curate
-    from curate.data_cards.cards import save_card, size_category
+
+def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: dict[str, str]) -> None:
+    """The family card; `reports` are the cleaning sections of the source problems (--dedup / --decontam)."""
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import (
+        load_snippet,
+        render_card,
+        save_card,
+        size_category,
+        split_configs,
+    )
 
     chains = stats.rows.get("full", 0)
     card_data = DatasetCardData(
-        license=license,
+        license=parameters["license"],
         language=["en"],
         task_categories=["question-answering", "text-generation"],
-        size_categories=[size_category(chains)],
+        size_categories=[size_category(sum(stats.rows.values()))],
         pretty_name="curate: multi-hop chained math problems",
         tags=["reasoning", "math", "multi-hop", "rl", "curate"],
-        configs=[{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in SETS]}],
+        configs=split_configs(list(SETS)),
     )
     hop_counts = {f"{k} hops": v for k, v in sorted(stats.hop_counts.items())}
-    body = f"""
-# {card_data.pretty_name}
-
-{chains:,} chains of {parameters['hops']} problems in which each problem's answer takes the place of a number
-in the next, so that only a solver who keeps every intermediate answer right reaches the final one. Built by
-`curate` {curate.__version__} on {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} from `{parameters['input']}`.
-Every figure below was measured on the files in this repository.
-
-Each source solution's calculator annotations (`<<48/2=24>>`) were parsed into an expression graph and
-re-executed exactly (rational arithmetic, no `eval`); only problems that reproduce their `#### N` answer were
-used. A link replaces a number written once in the next problem's text that feeds its answer, then re-executes
-that problem; it is accepted only if every intermediate value keeps its sign, stays whole where it was whole and
-stays within a factor {parameters['max_ratio']} of its original value. Every row was re-executed from its stored
-hops before writing.
-
-## Splits (ablation sets from the same chains)
-
-| split | rows | what |
-|---|---|---|
-| `full` | {stats.rows.get('full', 0):,} | one row per chain of k hops |
-| `half` | {stats.rows.get('half', 0):,} | each chain cut in two: ceil(k/2) hops, then the rest starting with the chained value written as a number |
-| `single` | {stats.rows.get('single', 0):,} | the source problems of each chain, unchanged, with their original answers |
-
-`chain_id` ties the rows of all three splits to their chain.
-
-## Hop-count distribution (`full`)
-
-{_table(("hops", "chains"), hop_counts, chains)}
-
-{stats.distinct_sources:,} distinct source problems are used; the most used one appears in {stats.max_source_uses:,} chains.
-
-## Links
-
-{stats.link_proposals:,} links were proposed (a number in another problem within a factor {parameters['max_ratio']}
-of the previous answer) and {stats.links_accepted:,} accepted: an acceptance rate of
-{100 * stats.acceptance_rate:.1f} %. Rejected links, by reason (each one is in `rejects/links.jsonl`):
-
-{_table(("reason", "links"), dict(stats.link_rejects.most_common()), stats.link_proposals - stats.links_accepted)}
-
-Chain attempts: {stats.chain_attempts:,}; abandoned for want of a valid link (`rejects/chains.jsonl`):
-
-{_table(("reason", "chains"), dict(stats.chain_rejects.most_common()))}
-
-## Source problems
-
-{stats.sources_read:,} read, {stats.sources_executable:,} executable, {stats.sources_with_slots:,} with at least one
-number a previous answer can replace. Set aside (`rejects/sources.jsonl`):
-
-{_table(("reason", "problems"), dict(stats.source_rejects.most_common()))}
-
-## Parameters
-
-Reproduce with:
-
-```
-{reproduce_command(parameters)}
-```
-
-## Fields
-
-| field | type | meaning |
-|---|---|---|
-| `id` | string | row id (`-h0`/`-h1`: half segments, `-sN`: single hops) |
-| `chain_id` | string | the chain the row comes from |
-| `question` | string | the composed problem text |
-| `answer` | string | the final answer, as a decimal number |
-| `data_source` | string | `{DATA_SOURCE}`: the reward function that grades the final answer |
-| `ability` | string | `{ABILITY}` |
-| `n_hops` | int32 | number of problems in the row |
-| `hops` | list of struct | per problem: `source_id`, `question` (as shown), `answer`, `replaced` (the original number's text the previous answer took the place of), `substituted_value` |
-
-## Load
-
-```python
-from datasets import load_dataset
-ds = load_dataset("parquet", data_files={{s: f"data/{{s}}-*.parquet" for s in ("full", "half", "single")}})
-```
-
-## Limitations
-
-A literal in a solution is linked to a given number or an earlier result by its value; where the same value
-could be either, the number is never chosen for replacement, but a constant the solver brought in (e.g. 2 for
-"twice") that happens to equal a given is treated as that given. The replaced number's wording around it is
-kept, so a unit or a plural may read oddly with the new value. Source problems are reused across chains.
-"""
-    card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{body}")
+    ratio = parameters["max_ratio"]
+    rejected_links = stats.link_proposals - stats.links_accepted
+    card = render_card(
+        card_data,
+        summary=f"{chains:,} chains of {parameters['hops']} problems in which each problem's answer takes the place of "
+                "a number in the next, so that only a solver who keeps every intermediate answer right reaches the "
+                "final one.",
+        method=f"Source problems came from `{parameters['input']}`. Each solution's calculator annotations "
+               "(`<<48/2=24>>`) were parsed into an expression graph and re-executed exactly (rational arithmetic, no "
+               "`eval`); only problems that reproduce their `#### N` answer were used. A link replaces a number written "
+               "once in the next problem's text that feeds its answer, then re-executes that problem; it is accepted "
+               "only if every intermediate value keeps its sign, stays whole where it was whole and stays within a "
+               f"factor {ratio} of its original value. Every row was re-executed from its stored hops before writing.",
+        parameters=[("question key" if k == "text_key" else k.replace("_", " "), v) for k, v in parameters.items()],
+        command=reproduce_command(parameters, output),
+        sections=[
+            ("Splits (ablation sets from the same chains)",
+             ("| split | rows | what |\n|---|---|---|\n"
+             f"| `full` | {stats.rows.get('full', 0):,} | one row per chain of k hops |\n"
+             f"| `half` | {stats.rows.get('half', 0):,} | each chain cut in two: ceil(k/2) hops, then the rest starting "
+             "with the chained value written as a number |\n"
+             f"| `single` | {stats.rows.get('single', 0):,} | the source problems of each chain, unchanged, with their "
+             "original answers |\n\n`chain_id` ties the rows of all three splits to their chain.")),
+            ("Hop-count distribution (`full`)",
+             (f"{_table(('hops', 'chains'), hop_counts, chains)}\n\n{stats.distinct_sources:,} distinct source problems "
+             f"are used; the most used one appears in {stats.max_source_uses:,} chains.")),
+            ("Links",
+             (f"{stats.link_proposals:,} links were proposed (a number in another problem within a factor {ratio} of the "
+             f"previous answer) and {stats.links_accepted:,} accepted: an acceptance rate of "
+             f"{100 * stats.acceptance_rate:.1f} %. Rejected links, by reason (each one is in `rejects/links.jsonl`):\n\n"
+             f"{_table(('reason', 'links'), dict(stats.link_rejects.most_common()), rejected_links)}\n\n"
+             f"Chain attempts: {stats.chain_attempts:,}; abandoned for want of a valid link (`rejects/chains.jsonl`):\n\n"
+             f"{_table(('reason', 'chains'), dict(stats.chain_rejects.most_common()))}")),
+            ("Source problems",
+             (f"{stats.sources_read:,} read, {stats.sources_executable:,} executable, {stats.sources_with_slots:,} with "
+             "at least one number a previous answer can replace. Set aside (`rejects/sources.jsonl`):\n\n"
+             f"{_table(('reason', 'problems'), dict(stats.source_rejects.most_common()))}")),
+        ],
+        reports=reports,
+        fields=FIELDS,
+        load=load_snippet(list(SETS)),
+        limitations="A literal in a solution is linked to a given number or an earlier result by its value; where the "
+                    "same value could be either, the number is never chosen for replacement, but a constant the solver "
+                    "brought in (e.g. 2 for \"twice\") that happens to equal a given is treated as that given. The "
+                    "replaced number's wording around it is kept, so a unit or a plural may read oddly with the new "
+                    "value. Source problems are reused across chains.",
+    )
     save_card(card, output)

@@ -457,55 +457,86 @@ def run_passrate_filter(dataset: str | Path, output: str | Path, options: Sampli
         raise PassRateError(str(error)) from None
     result = select_by_pass_rate(dataset, output, band, progress=progress)
     result.sampling = sampling
-    _write_bookkeeping(result, Path(dataset), options)
+    _write_bookkeeping(result, Path(dataset), options, limit)
     return result
 
 
-def _write_bookkeeping(result: PassRateResult, dataset: Path, options: SamplingOptions) -> None:
-    output = result.output
+def _write_bookkeeping(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> None:
     sampling = result.sampling
     record = {"dataset": str(dataset.resolve()), "band": list(result.band), **options.fingerprint(),
               "backend": options.backend, "kept": dict(result.kept), "rejected": dict(result.rejected),
               "histogram_correct_of_k": {str(c): n for c, n in sorted(result.histogram.items())},
               "samples": sampling.samples if sampling else None,
               "completion_tokens": sampling.completion_tokens if sampling else None}
-    _write_whole(output / STATE / "passrate.json", json.dumps(record, indent=2))
-    splits = sorted(result.kept)
+    _write_whole(result.output / STATE / "passrate.json", json.dumps(record, indent=2))
+    write_passrate_card(result, dataset, options, limit)
+
+
+def reproduce_command(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> str:
+    import shlex
+
+    low, high = result.band
+    parts = ["curate", "filter-passrate", "--dataset", str(dataset), "--model", options.model, "--output",
+             str(result.output), "--k", str(options.k), "--band", f"{low:g},{high:g}", "--backend", options.backend,
+             "--temperature", str(options.temperature), "--top-p", str(options.top_p), "--max-tokens",
+             str(options.max_tokens), "--limit", str(limit)]
+    parts += ["--endpoint-url", options.endpoint_url] if options.endpoint_url else []
+    parts += ["--instruction", options.instruction] if options.instruction is not None else []
+    parts += ["--system", options.system] if options.system is not None else []
+    return shlex.join(parts)
+
+
+def write_passrate_card(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> None:
+    """The family card; license, language and task are the source dataset's: the rows are its rows."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    from curate.data_cards.cards import (
+        load_snippet, render_card, save_card, schema_fields, size_category, split_configs,
+    )
+
+    source = DatasetCard.load(dataset / "README.md").data if (dataset / "README.md").is_file() else None
+    sampling = result.sampling
+    splits = sorted(s for s in result.kept if result.kept[s])
+    kept = sum(result.kept.values())
     scored = sum(result.histogram.values())
+    low, high = result.band
+    card_data = DatasetCardData(
+        license=(source.license if source else None) or "other",
+        language=(source.language if source else None) or ["en"],
+        task_categories=(source.task_categories if source else None) or ["question-answering", "text-generation"],
+        size_categories=[size_category(kept)],
+        pretty_name=f"{dataset.name}: pass-rate filtered for {options.model}",
+        tags=list(dict.fromkeys(["curate", "rl", "pass-rate", *((source.tags or []) if source else [])])),
+        configs=split_configs(splits),
+    )
     histogram = "\n".join(f"| {c}/{result.k} | {n:,} | {100 * n / scored:.1f} % |" for c, n in sorted(result.histogram.items()))
     rejected = "\n".join(f"| {reason} | {n:,} |" for reason, n in result.rejected.most_common()) or "| (none) | 0 |"
-    low, high = result.band
-    config = "\n".join(f"  - split: {s}\n    path: data/{s}-*.parquet" for s in splits if result.kept[s])
-    card = f"""---
-configs:
-- config_name: default
-  data_files:
-{config or "  []"}
----
-# {dataset.name} — pass-rate filtered for {options.model}
-
-Prompts of `{dataset.resolve()}` that the policy `{options.model}` solves sometimes but not always: {options.k} samples
-per prompt (temperature {options.temperature}, top-p {options.top_p}, at most {options.max_tokens} tokens, backend
-{options.backend}), each scored by the reward its `data_source` names; kept when the pass rate lies strictly inside
-({low:g}, {high:g}). Prompts always or never solved give GRPO no signal: every sample of a group gets the same reward.
-
-| split | kept |
-|---|---|
-{chr(10).join(f"| {s} | {result.kept[s]:,} |" for s in splits)}
-
-Correct samples per prompt (prompts with at least one scored sample):
-
-| correct | prompts | share |
-|---|---|---|
-{histogram or "| - | 0 | - |"}
-
-Dropped (each row in `rejects/` with its reason):
-
-| reason | rows |
-|---|---|
-{rejected}
-
-Columns added: `pass_rate` (correct / scored samples), `pass_samples` (samples scored). Every sample, with its
-reward, is in `rates/`. Reproduce: `curate filter-passrate --dataset {dataset} --model {options.model} --k {options.k} --band {low:g},{high:g}`.
-"""
-    _write_whole(output / "README.md", card)
+    samples = (f"{sampling.samples:,} samples on {sampling.prompts:,} prompts, {sampling.completion_tokens:,} completion "
+               f"tokens, {sampling.seconds:,.0f} s. " if sampling else "")
+    meanings = {"pass_rate": "correct / scored samples of the policy", "pass_samples": "samples scored"}
+    card = render_card(
+        card_data,
+        summary=f"{kept:,} prompts of `{dataset.name}` that the policy `{options.model}` solves sometimes but not always: "
+                f"pass rate strictly inside ({low:g}, {high:g}).",
+        method=f"{options.k} samples per prompt of `{dataset.resolve()}` (temperature {options.temperature}, top-p "
+               f"{options.top_p}, at most {options.max_tokens} tokens, backend {options.backend}), each scored by the "
+               "reward its `data_source` names. Prompts always or never solved give GRPO no signal: every sample of a "
+               "group gets the same reward.",
+        parameters=[("dataset", dataset.resolve()), ("band", f"{low:g},{high:g}"), ("limit", limit),
+                    *((k.replace("_", " "), v) for k, v in options.fingerprint().items()), ("backend", options.backend)],
+        command=reproduce_command(result, dataset, options, limit),
+        sections=[
+            ("Rows per split", "| split | kept |\n|---|---|\n" + "\n".join(f"| {s} | {result.kept[s]:,} |" for s in splits)),
+            ("Correct samples per prompt", "Prompts with at least one scored sample.\n\n| correct | prompts | share |\n"
+             "|---|---|---|\n" + (histogram or "| - | 0 | - |")),
+            ("Dropped", "Each row in `rejects/` with its reason.\n\n| reason | rows |\n|---|---|\n" + rejected),
+            ("Samples", f"{samples}Every sample, with its reward, is in `rates/`."),
+        ],
+        fields=schema_fields(pq.read_schema(result.files[0]), meanings, "as in the source dataset") if result.files else [],
+        load=load_snippet(splits),
+        limitations="A pass rate from k samples is an estimate: with small k a prompt the policy solves 10 % of the time "
+                    "is often seen as never solved, and dropped. It holds for this policy at these sampling settings; "
+                    "after some training it drifts." + (" The rows keep the source dataset's limitations; see its "
+                                                        "README.md." if source else ""),
+    )
+    save_card(card, result.output)

@@ -21,10 +21,10 @@ import hashlib
 import json
 import math
 import random
+import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -267,7 +267,7 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
         writer.close()
     result.stats = dataset_stats(output, result)
     (output / STATE / "stats.json").write_text(json.dumps(result.stats, indent=2))
-    write_priming_card(output, config, classifier.name, result)
+    write_priming_card(output, config, classifier.name, result, dedup, decontam, benchmarks_dir)
     # After the card: each adds its own report section to it. The question is the Countdown template around
     # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
     if dedup:
@@ -469,96 +469,37 @@ def dataset_stats(output: Path, result: PrimingResult) -> dict:
     return stats
 
 
-CARD_TEMPLATE = """---
-{{ card_data }}
----
-
-# {{ pretty_name }}
-
-{{ summary }}
-
-Built by `curate` {{ curate_version }} on {{ built_at }}. Countdown problems were generated solvable by
-construction (confirmed by an exhaustive solver); {{ writer_description }} Every trace was then classified
-with `{{ classifier }}` and kept only when it showed {{ requested }} and none of {{ forbidden }}.
-Figures below were measured on the files in this repository.
-
-## Parameters
-
-| parameter | value |
-|---|---|
-{% for key, value in parameters %}| {{ key }} | `{{ value }}` |
-{% endfor %}
-
-Reproduce with:
-
-```
-{{ command }}
-```
-
-## Behavior check
-
-{{ acceptance }}
-
-## Splits
-
-| split | rows | answer accuracy | think chars mean / median / p90 / max | think tokens mean / max |{% for b in behaviors %} {{ b }} |{% endfor %}
-|---|---|---|---|---|{% for b in behaviors %}---|{% endfor %}
-{% for row in split_rows %}| {{ row | join(' | ') }} |
-{% endfor %}
-Problems in both splits: {{ overlap }}.
-
-## Fields
-
-- SFT: `query` (TinyZero prompt, ending before `<think>`) and `completion` (`<think>` … `</think>` then
-  `<answer>` … `</answer>`).
-- RL (verl): `data_source` (`{{ data_source }}`, the reward to use), `prompt` (chat list), `ability`,
-  `reward_model{style, ground_truth{target, numbers}}`, `extra_info{split, index, variant, answers}`.
-- `id`, `question`, `answer` (a reference solution), `completion_answer` (the expression the completion gives),
-  `answer_correct`, `numbers`, `target`, `variant`, `answers`, `requested_behaviors`, the four behavior
-  counts the classifier found, `classifier`, `writer`, `strategy`, `dead_ends`, `think_chars`, `think_tokens`.
-
-## Load
-
-```python
-from datasets import load_dataset
-ds = load_dataset("parquet", data_dir="data")
-```
-
-## Limitations
-
-Behavior labels come from `{{ classifier }}`, an automatic classifier: a trace it accepts can still lack a
-behavior in a form it does not recognise, and symbolic traces are templated text, more regular than a model's.
-Incorrect answers come from one arithmetic slip (an operator written wrongly with its result kept).
-"""
+FIELDS = [
+    ("`query`", "string", "SFT prompt in the TinyZero format, ending before `<think>`"),
+    ("`completion`", "string", "`<think>` … `</think>` then `<answer>` … `</answer>`"),
+    ("`data_source`", "string", f"`{DATA_SOURCE}`: the registered reward that grades the answer"),
+    ("`prompt`", "list of {role, content}", "verl chat prompt"),
+    ("`ability`", "string", "task family"),
+    ("`reward_model`", "struct{style, ground_truth{target, numbers}}", "what verl passes to the reward"),
+    ("`extra_info`", "struct{split, index, variant, answers}", "verl bookkeeping"),
+    ("`id`, `question`, `answer`", "string", "problem id, question, a reference solution"),
+    ("`completion_answer`, `answer_correct`", "string, bool", ("the expression the completion gives, and whether it "
+                                                              "reaches the target")),
+    ("`numbers`, `target`", "list of int64, int64", "the problem"),
+    ("`variant`, `answers`, `requested_behaviors`", "string, string, list of string", "what the trace was asked to show"),
+    ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32",
+     "sentences the classifier found showing each behavior in the trace"),
+    ("`classifier`, `writer`, `strategy`, `dead_ends`", "string, string, string, int32", ("who checked and wrote the "
+                                                                                         "trace, and how it searched")),
+    ("`think_chars`, `think_tokens`", "int64", "length of the chain of thought (tokens: null without --tokenizer)"),
+]
 
 
-def write_priming_card(output: Path, config: PrimingConfig, classifier: str, result: PrimingResult) -> None:
-    import shlex
+def reproduce_command(config: PrimingConfig, output: Path, dedup: bool, decontam: str | None,
+                      benchmarks_dir: str | Path | None) -> str:
+    from curate.data_cards.cards import cleaning_options
 
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    import curate
-    from curate.data_cards.cards import save_card, size_category
-
-    stats = result.stats
-    requested = sorted(b.value for b in config.requested)
-    forbidden = [b for b in BEHAVIOR_NAMES if b not in requested]
-    data_files = [{"split": s, "path": f"data/{s}-*.parquet"} for s in stats["splits"]]
-    card_data = DatasetCardData(
-        license="apache-2.0",
-        language=["en"],
-        task_categories=["text-generation"],
-        size_categories=[size_category(stats["kept"])],
-        pretty_name=f"curate priming: countdown {config.variant} ({config.answers} answers)",
-        tags=["reasoning", "cognitive-behaviors", "countdown", "priming", "curate", *requested],
-        configs=[{"config_name": "default", "data_files": data_files}],
-    )
     command = ["curate", "priming", "--variant", config.variant, "--answers", config.answers, "--n", str(config.n),
                "--test-n", str(config.test_n), "--seed", str(config.seed), "--writer", config.writer,
                "--classifier", config.classifier, "--numbers", str(config.n_numbers),
                "--number-range", f"{config.number_range[0]},{config.number_range[1]}",
                "--target-range", f"{config.target_range[0]},{config.target_range[1]}",
-               "--output", str(output)]
+               "--max-dead-ends", str(config.max_dead_ends), "--output", str(output)]
     if not config.integer_division:
         command.append("--fractional-division")
     if config.tokenizer:
@@ -571,24 +512,49 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
         command += ["--endpoint-url", llm["endpoint_url"]] if llm.get("endpoint_url") else []
         command += ["--temperature", str(llm["temperature"])] if "temperature" in llm else []
         command += ["--max-trace-tokens", str(llm["max_tokens"])] if "max_tokens" in llm else []
+    return shlex.join(command + cleaning_options(dedup, decontam, benchmarks_dir))
+
+
+def write_priming_card(output: Path, config: PrimingConfig, classifier: str, result: PrimingResult, dedup: bool = False,
+                       decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> None:
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import load_snippet, render_card, save_card, size_category, split_configs
+
+    stats = result.stats
+    requested = sorted(b.value for b in config.requested)
+    forbidden = [b for b in BEHAVIOR_NAMES if b not in requested]
+    splits = list(stats["splits"])
+    card_data = DatasetCardData(
+        license="apache-2.0",
+        language=["en"],
+        task_categories=["text-generation"],
+        size_categories=[size_category(stats["kept"])],
+        pretty_name=f"curate priming: countdown {config.variant} ({config.answers} answers)",
+        tags=["reasoning", "cognitive-behaviors", "countdown", "priming", "curate", *requested],
+        configs=split_configs(splits),
+    )
     rejected = "".join(f"\n| {k} | {v:,} |" for k, v in stats["rejected"].items())
     acceptance = (f"{stats['kept']:,} of {stats['attempted']:,} traces kept "
                   f"(acceptance rate {100 * stats['acceptance_rate']:.1f} %).")
     if rejected:
         acceptance += f"\n\n| reason | traces |\n|---|---|{rejected}\n\nThe refused traces are in `rejects/`."
-    split_rows = []
+    split_table = ["| split | rows | answer accuracy | think chars mean / median / p90 / max | think tokens mean / max | "
+                   + " | ".join(BEHAVIOR_NAMES) + " |", "|---|---|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
     for split, s in stats["splits"].items():
         c, t = s["think_chars"], s["think_tokens"]
         tokens = f"{t['mean']:.0f} / {t['max']}" if t["mean"] is not None else "n/a (no --tokenizer)"
-        split_rows.append([split, f"{s['rows']:,}", f"{100 * s['answer_accuracy']:.1f} %",
-                           f"{c['mean']:.0f} / {c['median']:.0f} / {c['p90']:.0f} / {c['max']}", tokens,
-                           *[f"{100 * s['prevalence'][b]:.1f} %" for b in BEHAVIOR_NAMES]])
+        split_table.append(" | ".join([
+            f"| {split}", f"{s['rows']:,}", f"{100 * s['answer_accuracy']:.1f} %",
+            f"{c['mean']:.0f} / {c['median']:.0f} / {c['p90']:.0f} / {c['max']}", tokens,
+            *[f"{100 * s['prevalence'][b]:.1f} %" for b in BEHAVIOR_NAMES]]) + " |")
+    split_table.append(f"\nProblems in both splits: {stats.get('problems_in_both_splits', 0)}.")
     writer_description = {
         "empty_cot": "each completion has an empty chain of thought (`<think> </think>`).",
         "placeholder_cot": f"each chain of thought is filler with the token count (under `{config.tokenizer}`) of a "
                            f"`{config.placeholder_for}` trace for the same problem.",
-    }.get(config.variant, "each trace narrates the exhaustive solver's own search (depth-first or best-first) with "
-                          "the chosen behaviors switched on and the others off.")
+    }.get(config.variant, "each trace narrates the exhaustive solver's own search (depth-first, breadth-first or "
+                          "best-first) with the chosen behaviors switched on and the others off.")
     if config.writer == "llm" and config.variant != "empty_cot":
         writer_description = (
             f"the teacher model `{(config.llm or {}).get('model')}` wrote each trace under a system prompt asking for the "
@@ -596,23 +562,20 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
             f"was not {'correct' if config.answers == 'correct' else 'a well-formed wrong expression'} by the Countdown "
             "verifier, were refused. " + ("That trace's token count then set the length of filler that replaced it. "
                                          if config.variant == "placeholder_cot" else ""))
-    card = DatasetCard.from_template(
+    card = render_card(
         card_data,
-        template_str=CARD_TEMPLATE,
-        pretty_name=card_data.pretty_name,
         summary=f"{stats['kept']:,} Countdown priming examples, variant `{config.variant}`, {config.answers} answers.",
-        curate_version=curate.__version__,
-        built_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        writer_description=writer_description,
-        classifier=classifier,
-        requested=", ".join(requested) or "no behavior",
-        forbidden=", ".join(forbidden) or "nothing",
+        method=f"Countdown problems were generated solvable by construction (confirmed by an exhaustive solver); "
+               f"{writer_description} Every trace was then classified with `{classifier}` and kept only when it showed "
+               f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}.",
         parameters=[(k, v) for k, v in vars(config).items()],
-        command=shlex.join(command),
-        acceptance=acceptance,
-        behaviors=BEHAVIOR_NAMES,
-        split_rows=split_rows,
-        overlap=stats.get("problems_in_both_splits", 0),
-        data_source=DATA_SOURCE,
+        command=reproduce_command(config, output, dedup, decontam, benchmarks_dir),
+        sections=[("Behavior check", acceptance), ("Splits", "\n".join(split_table))],
+        fields=FIELDS,
+        load=load_snippet(splits),
+        limitations=f"Behavior labels come from `{classifier}`, an automatic classifier: a trace it accepts can still "
+                    "lack a behavior in a form it does not recognise, and symbolic traces are templated text, more "
+                    "regular than a model's. Incorrect answers come from one arithmetic slip (an operator written "
+                    "wrongly with its result kept).",
     )
     save_card(card, output)
