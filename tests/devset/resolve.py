@@ -10,7 +10,10 @@ Each locator points into one file under the shared data directory:
 * optional consistency checks: ``thread_id`` (row field) and ``post_id`` /
   ``comment_id`` (``id`` of the object that holds the field).
 
+``row`` indexes a JSON array for a file that holds one (``llm_adapters/*.json``).
+
 Only the standard library and pyarrow (for the PRM800K Parquet file) are used.
+The held-out set (``tests/heldout``) uses the same format and loader: ``load_devset(labels_path=...)``.
 """
 from __future__ import annotations
 
@@ -89,6 +92,13 @@ def _load_rows(path: Path, rows: set[int], fields: set[str]) -> dict[int, Any]:
         table = pq.read_table(path, columns=sorted(fields))
         return {r: table.slice(r, 1).to_pylist()[0] for r in rows if r < table.num_rows}
     out: dict[int, Any] = {}
+    if path.suffix == ".json":
+        # Some .json files are JSON Lines (AQuA), others a single array (LLM-Adapters); peek at the start.
+        with path.open(encoding="utf-8") as fh:
+            is_array = fh.read(64).lstrip().startswith("[")
+        if is_array:
+            array = json.loads(path.read_text(encoding="utf-8"))
+            return {r: array[r] for r in rows if r < len(array)}
     with path.open(encoding="utf-8") as fh:
         for i, line in enumerate(fh):
             if i in rows:
@@ -114,15 +124,18 @@ def _resolve(row: Any, loc: dict, where: str) -> str:
     return obj[loc.get("start", 0):loc.get("end", len(obj))]
 
 
-def load_devset(data_dir: str | os.PathLike | None = None) -> list[dict]:
-    """Return ``[{"id", "source", "text", "labels"}, ...]`` in ``labels.jsonl`` order.
+def load_devset(
+    data_dir: str | os.PathLike | None = None, labels_path: str | os.PathLike = LABELS_PATH
+) -> list[dict]:
+    """Return ``[{"id", "source", "text", "labels"}, ...]`` in the order of ``labels_path`` (the dev set's
+    ``labels.jsonl`` by default), plus ``split`` for an item that has one (the held-out set's tune/test).
 
     ``data_dir`` defaults to ``$CURATE_SHARED_DATA`` or :data:`DEFAULT_DATA_DIR`.
     Raises :class:`DevsetUnavailable` if the directory, a file, or a text is missing
     or does not match the stored checksum.
     """
     root = _data_dir(data_dir)
-    items = [json.loads(l) for l in LABELS_PATH.read_text(encoding="utf-8").splitlines() if l.strip()]
+    items = [json.loads(l) for l in Path(labels_path).read_text(encoding="utf-8").splitlines() if l.strip()]
     by_source: dict[str, list[dict]] = {}
     for it in items:
         by_source.setdefault(it["source"], []).append(it)
@@ -144,6 +157,7 @@ def load_devset(data_dir: str | os.PathLike | None = None) -> list[dict]:
             texts[it["id"]] = text
     return [
         {"id": it["id"], "source": it["source"], "text": texts[it["id"]],
-         "labels": {b: int(it["labels"][b]) for b in BEHAVIORS}}
+         "labels": {b: int(it["labels"][b]) for b in BEHAVIORS},
+         **({"split": it["split"]} if "split" in it else {})}
         for it in items
     ]
