@@ -693,22 +693,41 @@ def dedup_command(
     id_key: IdKey = "id",
     tasks: Tasks = 1,
     workers: Workers = 1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
 ) -> None:
     """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash).
 
-    Removed rows go to OUTPUT/rejects/duplicates.jsonl with the id of the row kept in their place. Examples:
+    Removed rows go to OUTPUT/rejects/duplicates.jsonl with the id of the row kept in their place.
+    The four MinHash stages run in order; with --executor slurm they are submitted as one chain of job
+    arrays: rerun the command when the last has finished. A rerun resumes unless the input or options changed.
+
+    Examples:
 
         curate dedup 'corpus/*.jsonl' --output deduped/ --threshold 0.8
 
         curate dedup datasets/math_rl --output datasets/math_rl      # in place, card section updated
+
+        curate dedup /shared/corpus --output /shared/deduped --tasks 256 --executor slurm --slurm-partition cpu
     """
     from curate.pipelines.dedup import dedup
+    from curate.pipelines.executors import JobSubmitted
 
+    runs_on = _executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, 0)
     started = time.perf_counter()
     try:
         result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
-                       tasks=tasks, workers=workers)
-    except (FileNotFoundError, ValueError) as error:
+                       tasks=tasks, workers=workers, executor=runs_on)
+    except JobSubmitted as submitted:
+        _submitted(submitted)
+    except (FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     seconds = time.perf_counter() - started
     _summary(f"Deduplicated → {output}", [
@@ -734,25 +753,43 @@ def decontam_command(
     id_key: IdKey = "id",
     tasks: Tasks = 1,
     workers: Workers = 1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
 ) -> None:
     """Remove rows that share an n-gram with benchmark items; every removal names the item and the n-gram.
+
+    The benchmark index is built here; the filter runs on the executor. With --executor slurm, rerun the
+    command when the job array has finished.
 
     Examples:
 
         curate decontam datasets/math_rl --against gsm8k,math500 --benchmarks-dir ../shared/data --output datasets/math_rl
 
         curate decontam corpus.jsonl --against 'eval/aime.jsonl=problem+solution,hf:openai/gsm8k@test=question' -o clean/
+
+        curate decontam /shared/corpus --against /shared/eval/aime.jsonl=problem -o /shared/clean --tasks 256 --executor slurm --slurm-partition cpu
     """
     from curate.pipelines.decontam import BenchmarkError, decontaminate
+    from curate.pipelines.executors import JobSubmitted
 
+    runs_on = _executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, 0)
     started = time.perf_counter()
     try:
         result = decontaminate(
             input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
             id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
-            tasks=tasks, workers=workers,
+            tasks=tasks, workers=workers, executor=runs_on,
         )
-    except (BenchmarkError, FileNotFoundError, ValueError) as error:
+    except JobSubmitted as submitted:
+        _submitted(submitted)
+    except (BenchmarkError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     seconds = time.perf_counter() - started
     rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]

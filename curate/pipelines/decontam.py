@@ -9,7 +9,8 @@ n-gram. A field shorter than n words is matched when its whole normalized text o
 
 datatrove's `NGramsDecontIndexer` needs lighteval tasks and its index maps an n-gram to a task name only, so the
 index is built here (sorted uint64 hashes -> item) and the filter is a datatrove `BaseFilter` that writes what it
-removes through an exclusion writer.
+removes through an exclusion writer. The filter runs on any executor (executors.py); the index is built once in
+the submitting process, in the working folder that a rerun with the same inputs and parameters resumes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 from datatrove.data import Document
-from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.decont.n_grams import NGramsDecontConfig
 from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.utils.hashes.xxhash import xxhash64
@@ -37,6 +37,7 @@ from curate.pipelines.dedup import (
     ROW, STATE, RemovedWriter, first_record_keys, RowReader, RowWriter, count_rows, jsonl_glob, move_read_rejects, resolve_input,
     stage_output, write_jsonl_query, write_report,
 )
+from curate.pipelines.executors import ExecutorOptions, Stage, finish_stage, input_signature, resumable_stage, run_stages
 from curate.pipelines.steps import SplitRejects
 
 BENCHMARKS_DIR_ENV = "CURATE_BENCHMARKS_DIR"
@@ -174,7 +175,11 @@ class IndexSummary:
 
 
 def build_index(sources: list[BenchmarkSource], folder: Path, config: NGramsDecontConfig) -> IndexSummary:
-    """Writes hashes.npy (sorted), refs.npy (row in items.jsonl per hash) and texts.jsonl (for short fields)."""
+    """Writes hashes.npy (sorted), refs.npy (row in items.jsonl per hash), texts.jsonl (for short fields) and,
+    last, summary.json: an index with a summary is whole and is reused as it is."""
+    summary_path = folder / "summary.json"
+    if summary_path.exists():
+        return IndexSummary(json.loads(summary_path.read_text()))
     folder.mkdir(parents=True, exist_ok=True)
     hashes, refs, items = [], [], []
     summary = IndexSummary()
@@ -213,7 +218,17 @@ def build_index(sources: list[BenchmarkSource], folder: Path, config: NGramsDeco
     np.save(folder / "hashes.npy", all_hashes[order])
     np.save(folder / "refs.npy", all_refs[order])
     (folder / "items.json").write_text(json.dumps(items))
+    partial = summary_path.with_name(summary_path.name + ".partial")
+    partial.write_text(json.dumps(summary.benchmarks))
+    partial.replace(summary_path)
     return summary
+
+
+def _benchmark_signature(source: BenchmarkSource) -> list:
+    if source.location.startswith("hf:"):
+        return [source.location]
+    stat = Path(source.location).stat()
+    return [str(Path(source.location).resolve()), stat.st_size, stat.st_mtime_ns]
 
 
 class BenchmarkNGramFilter(BaseFilter):
@@ -323,10 +338,12 @@ def decontaminate(
     tasks: int = 1,
     workers: int = 1,
     progress: bool = True,
+    executor: ExecutorOptions | None = None,
 ) -> DecontamResult:
     """Removes rows that overlap the benchmarks; writes OUTPUT/data, rejects/contaminated.jsonl and a card section.
 
-    `fields`: the row fields checked (default: question and answer where the rows have them, else text)."""
+    `fields`: the row fields checked (default: question and answer where the rows have them, else text).
+    On Slurm the filter is submitted as a job array and JobSubmitted is raised; rerun once it has finished."""
     output = Path(output)
     sources = parse_against(against, benchmarks_dir) if isinstance(against, str) else against
     spec, schema = resolve_input(input, fields[0] if fields else None, id_key)
@@ -336,27 +353,28 @@ def decontaminate(
     if n_grams < 2:
         raise ValueError("--ngrams must be at least 2")
     config = NGramsDecontConfig(n_grams=n_grams)
-    stage = output / STATE / "decontam"
-    shutil.rmtree(stage, ignore_errors=True)
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    stage = output.resolve() / STATE / "decontam"
+    resumable_stage(stage, {"input": input_signature(spec), "fields": fields, "id_key": id_key, "n_grams": n_grams,
+                            "short_min_tokens": short_min_tokens, "tasks": tasks,
+                            "against": [[s.name, *_benchmark_signature(s), s.fields, s.id_field] for s in sources]})
     summary = build_index(sources, stage / "index", config)
-    LocalPipelineExecutor(
-        pipeline=[
-            RowReader(spec, progress=progress),
-            SplitRejects(str(stage / "rejects")),
-            BenchmarkNGramFilter(
-                str(stage / "index"), fields, config, short_min_tokens,
-                exclusion_writer=RemovedWriter(
-                    str(stage / "removed"), "contaminated",
-                    lambda d: {"reason": f"contaminated: {d.metadata[CONTAMINATION]['benchmark']}", **d.metadata[CONTAMINATION]},
-                ),
-            ),
-            RowWriter(str(stage / "data"), schema=schema),
-        ],
-        tasks=tasks, workers=workers, logging_dir=str(stage / "logs"),
-    ).run()
-    stage_output(stage, output)
-    unreadable = move_read_rejects(stage, output, "decontam")
+    removed = RemovedWriter(
+        str(stage / "removed"), "contaminated",
+        lambda d: {"reason": f"contaminated: {d.metadata[CONTAMINATION]['benchmark']}", **d.metadata[CONTAMINATION]},
+    )
+    pipeline = [
+        RowReader(spec, progress=progress),
+        SplitRejects(str(stage / "rejects")),
+        BenchmarkNGramFilter(str(stage / "index"), fields, config, short_min_tokens, exclusion_writer=removed),
+        RowWriter(str(stage / "data"), schema=schema),
+    ]
+    run_stages([Stage("curate-decontam", pipeline, tasks, stage / "logs")], executor, workers)
+    # Everything that reads the stage comes first; publishing the data (a move) last, once the stage is closed.
     hits = _write_contaminated(stage, output)
+    unreadable = move_read_rejects(stage, output, "decontam")
+    finish_stage(stage)
+    stage_output(stage, output)
     kept = count_rows(output / "data")
     parameters = {"input": str(input), "fields": fields, "n_grams": n_grams, "short_min_tokens": short_min_tokens,
                   "against": [s.location for s in sources]}

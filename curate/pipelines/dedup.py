@@ -6,7 +6,9 @@
     stage 4  read -> SplitRejects -> exact duplicates -> MinhashDedupFilter -> write rows
 
 Stage 4 sees the documents in the same order as stage 1 (same reader, same deterministic drops), which is
-what MinHash's per-task document indices rely on. Every removed row lands in `OUT/rejects/duplicates.jsonl`
+what MinHash's per-task document indices rely on. The stages run on any executor (executors.py): in order
+here or on Ray, as one chain of job arrays on Slurm. Their working folder `OUT/.curate/dedup` survives a
+kill or a Slurm submission, so a rerun resumes, unless the input files or the parameters changed. Every removed row lands in `OUT/rejects/duplicates.jsonl`
 with the id of the document that was kept in its place (`duplicate_of`).
 
 The exact pass works within a datatrove task; identical texts in different tasks share every MinHash
@@ -28,7 +30,6 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 from datatrove.data import Document, DocumentsPipeline
-from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature
 from datatrove.pipeline.dedup.minhash import MinhashConfig
@@ -38,6 +39,7 @@ from datatrove.utils.hashes.xxhash import xxhash64
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
+from curate.pipelines.executors import ExecutorOptions, Stage, finish_stage, input_signature, resumable_stage, run_stages
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import CorpusReader, InputSpec, is_reject
 from curate.pipelines.steps import AtomicOutput, SplitRejects
@@ -171,7 +173,8 @@ def stage_output(stage: Path, output: Path) -> None:
 
 
 def move_read_rejects(stage: Path, output: Path, prefix: str) -> int:
-    """Moves the records that could not be read into OUTPUT/rejects/PREFIX_*.jsonl; returns how many."""
+    """Copies the records that could not be read into OUTPUT/rejects/PREFIX_*.jsonl; returns how many. A copy,
+    not a move: a rerun after an interruption here finds the stage as it was."""
     count = 0
     (output / "rejects").mkdir(parents=True, exist_ok=True)
     for old in (output / "rejects").glob(f"{prefix}_unreadable_*.jsonl"):
@@ -179,7 +182,10 @@ def move_read_rejects(stage: Path, output: Path, prefix: str) -> int:
     for path in sorted((stage / "rejects").glob("*.jsonl")):
         with path.open() as f:
             count += sum(1 for line in f if line.strip())
-        path.rename(output / "rejects" / f"{prefix}_unreadable_{path.name}")
+        destination = output / "rejects" / f"{prefix}_unreadable_{path.name}"
+        partial = destination.with_name(destination.name + ".partial")
+        shutil.copyfile(path, partial)
+        partial.replace(destination)
     return count
 
 
@@ -285,6 +291,19 @@ class RecordClusterKeepers(PipelineStep):
                 yield document
 
 
+class ClusterAwareFilter(MinhashDedupFilter):
+    """MinhashDedupFilter that also reads the cluster ids of a task none of whose documents is removed.
+
+    Such a task gets no .remove file from stage 3, and without one MinhashDedupFilter skips the cluster ids too:
+    the rows removed elsewhere could not name their keeper. An empty .remove file is made in the task itself
+    (not between stages) so that it happens wherever the stage runs, also in a Slurm chain."""
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        if self.data_folder.isfile(f"{rank:06d}.clusters") and not self.data_folder.isfile(f"{rank:06d}.remove"):
+            self.data_folder.open(f"{rank:06d}.remove", "wb").close()
+        yield from super().run(data, rank, world_size)
+
+
 def _exact_row(document: Document) -> dict:
     return {"reason": "exact_duplicate", "duplicate_of": document.metadata[DUPLICATE_OF], "cluster": None}
 
@@ -319,52 +338,50 @@ def dedup(
     tasks: int = 1,
     workers: int = 1,
     progress: bool = True,
+    executor: ExecutorOptions | None = None,
 ) -> DedupResult:
     """Removes exact and near duplicates from a corpus or built dataset; writes OUTPUT/data, rejects, card section.
 
-    OUTPUT may be the input dataset directory itself: the data folder is replaced only once the new one is whole."""
+    OUTPUT may be the input dataset directory itself: the data folder is replaced only once the new one is whole.
+    On Slurm the four stages are submitted as one chain and JobSubmitted is raised; rerun once it has finished."""
     output = Path(output)
     spec, schema = resolve_input(input, text_key, id_key)
     config = minhash_config(threshold, n_grams)
-    stage = output / STATE / "dedup"
-    shutil.rmtree(stage, ignore_errors=True)  # a dedup is recomputed whole: stale signatures would misalign
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    stage = output.resolve() / STATE / "dedup"
+    # The stage folder resumes only for the same input files and parameters: MinHash signatures index each
+    # task's documents by position, so signatures of other inputs (or another task count) would misalign.
+    resumable_stage(stage, {"input": input_signature(spec), "text_key": spec.text_key, "id_key": id_key,
+                            "threshold": threshold, "n_grams": n_grams, "tasks": tasks})
     signatures, buckets, clusters = stage / "signatures", stage / "buckets", stage / "clusters"
     removed, keepers = stage / "removed", stage / "keepers"
     logs = stage / "logs"
-    # One bucket task per MinHash bucket, run `workers` at a time.
-    LocalPipelineExecutor(
-        pipeline=[RowReader(spec), DropRejects(), ExactDuplicates(), MinhashDedupSignature(str(signatures), config=config)],
-        tasks=tasks, workers=workers, logging_dir=str(logs / "1_signatures"),
-    ).run()
-    LocalPipelineExecutor(
-        pipeline=[MinhashDedupBuckets(str(signatures), str(buckets), config=config)],
-        tasks=config.num_buckets, workers=workers, logging_dir=str(logs / "2_buckets"),
-    ).run()
-    LocalPipelineExecutor(
-        pipeline=[MinhashDedupCluster(str(buckets), str(clusters), config=config, save_cluster_id=True)],
-        tasks=1, logging_dir=str(logs / "3_clusters"),
-    ).run()
-    for rank in range(tasks):
-        # A task whose documents are all cluster keepers gets no .remove file, and without one
-        # MinhashDedupFilter skips the cluster ids too: the rows removed elsewhere could not name their keeper.
-        if (clusters / f"{rank:06d}.clusters").exists() and not (clusters / f"{rank:06d}.remove").exists():
-            (clusters / f"{rank:06d}.remove").touch()
-    LocalPipelineExecutor(
-        pipeline=[
+    run_stages([
+        Stage("curate-dedup-1-signatures",
+              [RowReader(spec), DropRejects(), ExactDuplicates(), MinhashDedupSignature(str(signatures), config=config)],
+              tasks, logs / "1_signatures"),
+        # One bucket task per MinHash bucket, run `workers` at a time.
+        Stage("curate-dedup-2-buckets", [MinhashDedupBuckets(str(signatures), str(buckets), config=config)],
+              config.num_buckets, logs / "2_buckets"),
+        Stage("curate-dedup-3-clusters",
+              [MinhashDedupCluster(str(buckets), str(clusters), config=config, save_cluster_id=True)],
+              1, logs / "3_clusters"),
+        Stage("curate-dedup-4-filter", [
             RowReader(spec, progress=progress),
             SplitRejects(str(stage / "rejects")),
             ExactDuplicates(RemovedWriter(str(removed), "exact", _exact_row)),
-            MinhashDedupFilter(str(clusters), exclusion_writer=RemovedWriter(str(removed), "near", _near_row),
+            ClusterAwareFilter(str(clusters), exclusion_writer=RemovedWriter(str(removed), "near", _near_row),
                                load_cluster_ids=True),
             RecordClusterKeepers(str(keepers)),
             RowWriter(str(stage / "data"), schema=schema),
-        ],
-        tasks=tasks, workers=workers, logging_dir=str(logs / "4_filter"),
-    ).run()
+        ], tasks, logs / "4_filter"),
+    ], executor, workers)
 
-    stage_output(stage, output)
-    unreadable = move_read_rejects(stage, output, "dedup")
+    # Everything that reads the stage comes first; publishing the data (a move) last, once the stage is closed.
     counts = _write_duplicates(stage, output)
+    unreadable = move_read_rejects(stage, output, "dedup")
+    finish_stage(stage)
+    stage_output(stage, output)
     kept = count_rows(output / "data")
     parameters = {
         "input": str(input), "text_key": spec.text_key, "threshold": threshold, "n_grams": n_grams,

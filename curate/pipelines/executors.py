@@ -12,6 +12,12 @@ Slurm is asynchronous: the job array is submitted and the call returns. `JobSubm
 rerunning the command after the job finishes continues with what depends on it. `dry_run` writes
 the sbatch script and the pickled executor exactly as a submission would, without calling sbatch.
 
+A command of several stages (dedup's four MinHash steps) runs them in order on this machine or Ray;
+on Slurm one submission queues the whole chain, each job array starting once the one before it
+succeeded (datatrove's `depends`). The folder the stages work in is kept between runs only while the
+command's inputs and parameters are unchanged (`resumable_stage`), so a rerun resumes instead of
+starting over, and a changed input starts over instead of resuming on stale intermediates.
+
 GPUs (`gpus_per_task`): Slurm and Ray reserve them per task and set CUDA_VISIBLE_DEVICES themselves.
 Locally, each running task gets its own consecutive slice of the visible GPUs through
 CUDA_VISIBLE_DEVICES, which every process it starts (a model server) inherits.
@@ -19,12 +25,14 @@ CUDA_VISIBLE_DEVICES, which every process it starts (a model server) inherits.
 
 from __future__ import annotations
 
+import glob as globlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +41,8 @@ from datatrove.executor import LocalPipelineExecutor
 EXECUTORS = ("local", "ray", "slurm")
 SLURM_SCRIPT = "launch_script.slurm"
 DRY_RUN_JOB_ID = "dry-run"
+DRY_RUN_SUBMISSION = "dry_run_sbatch.json"  # beside each script of a dry run: the job id it stands for, sbatch's arguments
+STAGE_MANIFEST = "manifest.json"
 
 
 class ExecutorConfigError(ValueError):
@@ -42,10 +52,12 @@ class ExecutorConfigError(ValueError):
 class JobSubmitted(RuntimeError):
     """The work was handed to a scheduler and runs later; rerun the same command once it is done."""
 
-    def __init__(self, message: str, script: Path | None = None, job_id: str | None = None):
+    def __init__(self, message: str, script: Path | None = None, job_id: str | None = None,
+                 scripts: tuple[Path, ...] = ()):
         super().__init__(message)
-        self.script = script
+        self.script = script  # the last job's script: the one that runs once everything before it has
         self.job_id = job_id
+        self.scripts = scripts or ((script,) if script else ())
 
 
 @dataclass(frozen=True)
@@ -175,8 +187,9 @@ def _env_command() -> str:
 
 
 def make_executor(pipeline: list, options: ExecutorOptions, tasks: int, workers: int, logging_dir: str | Path,
-                  job_name: str = "curate"):
-    """The datatrove executor for `options`; `workers` bounds how many tasks run at once on every executor."""
+                  job_name: str = "curate", depends=None):
+    """The datatrove executor for `options`; `workers` bounds how many tasks run at once on every executor.
+    `depends` (Slurm only): the executor whose job array must succeed before this one starts."""
     options.validate()
     logging_dir = str(Path(logging_dir).resolve()) if options.kind != "local" else str(logging_dir)
     if options.kind == "local":
@@ -198,22 +211,96 @@ def make_executor(pipeline: list, options: ExecutorOptions, tasks: int, workers:
         pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=logging_dir, skip_completed=True,
         time=options.time, partition=options.partition, qos=options.qos, cpus_per_task=options.cpus_per_task,
         mem_per_cpu_gb=options.mem_per_cpu_gb, gpus_per_task=options.gpus_per_task, job_name=job_name,
-        env_command=options.env_command or _env_command(),
+        env_command=options.env_command or _env_command(), depends=depends,
     )
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One datatrove job of a command: its pipeline, its number of tasks and its logging folder (completions)."""
+
+    job_name: str
+    pipeline: list
+    tasks: int
+    logging_dir: Path
+    workers: int | None = None  # None: the command's --workers
 
 
 def run_pipeline(pipeline: list, options: ExecutorOptions | None, tasks: int, workers: int, logging_dir: str | Path,
                  job_name: str = "curate") -> None:
     """Run (local, Ray) or submit (Slurm) `pipeline`. Raises JobSubmitted when ranks were left to a scheduler."""
+    run_stages([Stage(job_name, pipeline, tasks, Path(logging_dir))], options, workers)
+
+
+def run_stages(stages: list[Stage], options: ExecutorOptions | None, workers: int) -> None:
+    """Runs the stages in order (local, Ray) or submits them to Slurm as one chain of job arrays, each starting
+    when the one before it succeeded; raises JobSubmitted then. Tasks completed by an earlier run are skipped,
+    so a rerun continues where the last one stopped. A stage that ends with tasks incomplete (a Ray task that
+    failed its retries) stops the command: the next stage would read its missing output as empty."""
     options = options or LOCAL
-    executor = make_executor(pipeline, options, tasks, workers, logging_dir, job_name)
-    if options.kind == "local":
-        executor.run()
-    elif options.kind == "ray":
-        with _ray_connection(options.ray_address, cpus=workers * options.cpus_per_task):
+    options.validate()
+    if options.kind == "slurm":
+        chain: list = []
+        for stage in stages:
+            chain.append(make_executor(stage.pipeline, options, stage.tasks, stage.workers or workers, stage.logging_dir,
+                                       stage.job_name, depends=chain[-1] if chain else None))
+        _submit_slurm(chain, options.dry_run)
+        return
+    cpus = max(min(stage.workers or workers, stage.tasks) for stage in stages) * options.cpus_per_task
+    with _ray_connection(options.ray_address, cpus=cpus) if options.kind == "ray" else nullcontext():
+        for stage in stages:
+            executor = make_executor(stage.pipeline, options, stage.tasks, stage.workers or workers, stage.logging_dir,
+                                     stage.job_name)
             executor.run()
+            incomplete = executor.get_incomplete_ranks()
+            if incomplete:
+                raise RuntimeError(
+                    f"{stage.job_name}: {len(incomplete)} of {stage.tasks} tasks did not complete (ranks {incomplete[:10]}); "
+                    f"see {Path(stage.logging_dir) / 'logs'}. Rerun the same command to continue."
+                )
+
+
+def input_signature(spec) -> dict:
+    """What a stage's result depends on in a corpus (an InputSpec): every file it reads, with size and
+    modification time, so that a changed, added or removed file is noticed. A hub dataset: its name and split."""
+    if spec.is_hub:
+        return {"input": spec.path, "split": spec.split, "config": spec.config}
+    folder, pattern = spec.folder_and_pattern()
+    root = Path(folder)
+    if pattern is None:
+        paths = [p for p in root.rglob("*") if p.is_file()]
     else:
-        _submit_slurm(executor, options.dry_run)
+        paths = [Path(p) for p in globlib.glob(str(root / pattern), recursive=True) if Path(p).is_file()]
+    files = []
+    for path in sorted(paths):
+        stat = path.stat()
+        files.append([str(path.relative_to(root)), stat.st_size, stat.st_mtime_ns])
+    return {"input": str(root.resolve()), "pattern": pattern, "files": files}
+
+
+def resumable_stage(stage: Path, key: dict) -> bool:
+    """Keeps the working folder `stage` when it was started for this same `key` (parameters and input
+    signatures), so completed tasks are skipped; otherwise empties it and starts it for `key`. Returns
+    whether it was kept. `finish_stage` ends it, so that the next run starts over."""
+    manifest = stage / STAGE_MANIFEST
+    wanted = json.loads(json.dumps(key))  # tuples become lists, as they come back from the file
+    try:
+        if json.loads(manifest.read_text()) == wanted:
+            return True
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    partial = manifest.with_name(STAGE_MANIFEST + ".partial")
+    partial.write_text(json.dumps(wanted, indent=2))
+    partial.replace(manifest)
+    return False
+
+
+def finish_stage(stage: Path) -> None:
+    """Called before a command publishes what its stages wrote (which moves or deletes it): from here on a
+    rerun must start over, never resume on a half-moved stage."""
+    (stage / STAGE_MANIFEST).unlink(missing_ok=True)
 
 
 @contextmanager
@@ -237,32 +324,53 @@ def _ray_connection(address: str | None, cpus: int | None = None):
             ray.shutdown()
 
 
-def _submit_slurm(executor, dry_run: bool) -> None:
-    import datatrove.executor.slurm as slurm
+def _submit_slurm(chain: list, dry_run: bool) -> None:
+    """Submits the last executor of `chain`; datatrove submits the ones before it first and makes each job
+    array depend on the previous one. Executors whose tasks all completed are not submitted."""
+    from datatrove.executor import slurm
 
-    if not executor.get_incomplete_ranks():
+    if not any(executor.get_incomplete_ranks() for executor in chain):
         return
-    script = Path(executor.logging_dir.resolve_paths(SLURM_SCRIPT))
+    last = chain[-1]
     if dry_run:
-        # datatrove's own launch path runs whole (script, pickled executor, ranks to run); only the
-        # final `sbatch` call is replaced by one that keeps the script and submits nothing.
-        submitted: list[str] = []
-
+        # datatrove's own launch path runs whole (scripts, pickled executors, ranks to run, dependencies);
+        # only the `sbatch` calls are replaced: each keeps its arguments beside its script and returns a job
+        # id naming that job, which the next job's --dependency then names.
         def keep_script(contents: str, _retriever, *args) -> str:
-            submitted.append(contents)
-            return DRY_RUN_JOB_ID
+            for executor in chain:
+                if executor.logging_dir.resolve_paths("executor.pik") in contents:
+                    job_id = f"{DRY_RUN_JOB_ID}-{executor.job_name}"
+                    with executor.logging_dir.open(DRY_RUN_SUBMISSION, "w") as f:
+                        json.dump({"job_id": job_id, "sbatch_args": list(args)}, f, indent=2)
+                    return job_id
+            return f"{DRY_RUN_JOB_ID}-merge-stats"  # datatrove's stats-merging job after each array
 
         launch, slurm.launch_slurm_job = slurm.launch_slurm_job, keep_script
         try:
-            executor.launch_job()
+            last.launch_job()
         finally:
             slurm.launch_slurm_job = launch
+        scripts = _launched_scripts(chain)
+        order = " -> ".join(str(script) for script in scripts)
         raise JobSubmitted(
-            f"dry run: Slurm script written to {script} (not submitted); submit it with `sbatch {script}`, "
-            "or rerun without --slurm-dry-run.", script=script, job_id=None,
+            f"dry run: Slurm script{'s' if len(scripts) > 1 else ''} written, not submitted: {order}"
+            + (f" (each runs after the one before; sbatch arguments in {DRY_RUN_SUBMISSION} beside each)"
+               if len(scripts) > 1 else f"; submit it with `sbatch {scripts[0]}`")
+            + ". Or rerun without --slurm-dry-run.",
+            script=scripts[-1], job_id=None, scripts=tuple(scripts),
         )
-    executor.launch_job()
+    last.launch_job()
+    scripts = _launched_scripts(chain)
+    jobs = [str(executor.job_id) for executor in chain if executor.job_id not in (None, -1)]
     raise JobSubmitted(
-        f"submitted Slurm job {executor.job_id} ({len(executor.get_incomplete_ranks())} tasks, script {script}); "
-        "rerun the same command when it has finished to continue.", script=script, job_id=str(executor.job_id),
+        f"submitted Slurm job{'s' if len(jobs) > 1 else ''} {', '.join(jobs)} "
+        f"({sum(len(e.get_incomplete_ranks()) for e in chain)} tasks{', each job after the one before' if len(jobs) > 1 else ''}; "
+        f"script{'s' if len(scripts) > 1 else ''} {', '.join(map(str, scripts))}); "
+        "rerun the same command when the last has finished to continue.",
+        script=scripts[-1], job_id=jobs[-1], scripts=tuple(scripts),
     )
+
+
+def _launched_scripts(chain: list) -> list[Path]:
+    return [Path(executor.logging_dir.resolve_paths(SLURM_SCRIPT)) for executor in chain
+            if executor.job_id not in (None, -1)]
