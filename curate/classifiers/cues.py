@@ -53,7 +53,10 @@ class Cue:
     """A pattern in a tiny notation: words separated by spaces; `a|b` alternatives; a trailing `?`
     makes a token optional; `NUM` a number; `*` any one token. Apostrophe forms match both ' and ’.
     `then` is a regular expression the rest of the sentence must start with (for long-range cues such as
-    "To find X, we need ..." that token patterns with wide gaps would make slow)."""
+    "To find X, we need ..." that token patterns with wide gaps would make slow); `unless_then` one it must not
+    start with ("First, recall ..." lays out an exposition, not a plan). `as_question` is the behavior the match
+    counts for instead when its sentence is a question ("" for none): "Wait, is that right?" checks a result
+    rather than abandoning it."""
 
     behavior: str
     pattern: str
@@ -62,6 +65,8 @@ class Cue:
     not_in_question: bool = False  # reject in any sentence ending with "?"
     unless_next: frozenset[str] = frozenset()  # reject when one of the next three words is one of these
     then: str | None = None
+    unless_then: str | None = None
+    as_question: str | None = None
 
 
 def _token_spec(word: str) -> dict:
@@ -367,7 +372,10 @@ def _starts_sentence(start: int, sent: Span) -> bool:
 
 
 class CueClassifier(Classifier):
-    def __init__(self, batch_size: int = 64):
+    """The matching engine; each version is a list of cues (`cues_v1` is CUES, `cues_v2` in cues_v2.py)."""
+
+    def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1"):
+        self.name = name
         self.batch_size = batch_size
         self.nlp = _build_nlp()
         # Fixed phrases go to the PhraseMatcher (a trie, several times faster than token patterns);
@@ -379,8 +387,13 @@ class CueClassifier(Classifier):
         self.anchors = PhraseMatcher(self.nlp.vocab, attr="LOWER")
         self.window = 0
         self.cues: dict[str, Cue] = {}
-        self.then = {cue.then: re.compile(cue.then, re.IGNORECASE) for cue in CUES if cue.then}
-        for i, cue in enumerate(CUES):
+        self.then = {
+            pattern: re.compile(pattern, re.IGNORECASE)
+            for cue in cues
+            for pattern in (cue.then, cue.unless_then)
+            if pattern
+        }
+        for i, cue in enumerate(cues):
             key = f"{cue.behavior}:{i}"
             self.cues[key] = cue
             words = cue.pattern.split()
@@ -458,8 +471,13 @@ class CueClassifier(Classifier):
             return None
         if cue.unless_next and any(t.lower() in cue.unless_next for t in following):
             return None
-        if cue.then and not self.then[cue.then].match(sentence, doc[end - 1].idx + len(doc[end - 1]) - sent.start_char):
+        rest = doc[end - 1].idx + len(doc[end - 1]) - sent.start_char
+        if cue.then and not self.then[cue.then].match(sentence, rest):
             return None
+        if cue.unless_then and self.then[cue.unless_then].match(sentence, rest):
+            return None
+        if cue.as_question is not None and sentence.rstrip().endswith("?"):
+            return cue.as_question or None
         if cue.behavior == B and doc[start].lower_ in {"wait", "hold", "hang"}:
             tail = sentence[doc[start].idx - sent.start_char :]
             if WAIT_NOT_REVISION.match(tail):
@@ -470,17 +488,19 @@ class CueClassifier(Classifier):
         return cue.behavior
 
 
-# One classifier per process and batch size. Building one (spaCy pipeline, matchers over every cue
+# One classifier per process, version and batch size. Building one (spaCy pipeline, matchers over every cue
 # expansion) takes about 0.25 s; a worker that runs several tasks, or a tag and a build in one
 # process, would pay it for each. classify() keeps no state between calls, so sharing is safe.
-_BUILT: dict[int, CueClassifier] = {}
+_BUILT: dict[tuple[str, int], CueClassifier] = {}
+
+
+def shared_classifier(name: str, cues: Sequence[Cue], batch_size: int) -> CueClassifier:
+    key = (name, batch_size)
+    if key not in _BUILT:
+        _BUILT[key] = CueClassifier(batch_size=batch_size, cues=cues, name=name)
+    return _BUILT[key]
 
 
 @register("cues_v1")
 def make_cue_classifier(batch_size: int = 64) -> CueClassifier:
-    if batch_size not in _BUILT:
-        _BUILT[batch_size] = CueClassifier(batch_size=batch_size)
-    return _BUILT[batch_size]
-
-
-CueClassifier.name = "cues_v1"
+    return shared_classifier("cues_v1", CUES, batch_size)
