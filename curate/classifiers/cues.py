@@ -291,7 +291,6 @@ def _expand(words: list[str]) -> Iterator[tuple[str, ...]]:
 
 def _build_nlp() -> Language:
     nlp = spacy.blank("en")
-    nlp.add_pipe("curate_sentences")
     nlp.max_length = CHUNK_CHARS * 2
     return nlp
 
@@ -299,8 +298,7 @@ def _build_nlp() -> Language:
 SENTENCE_END_CHARS: frozenset[str] = frozenset(Sentencizer.default_punct_chars)
 
 
-@Language.component("curate_sentences")
-def sentences(doc: Doc) -> Doc:
+def mark_sentences(doc: Doc) -> Doc:
     """spaCy's Sentencizer rule, plus a sentence at every line break, computed on token arrays.
 
     The Sentencizer walks the Doc creating a Python Token per token, which cost more than tokenizing;
@@ -410,22 +408,27 @@ class CueClassifier(Classifier):
             {b: {} for b in BEHAVIOR_NAMES} for _ in texts
         ]
         docs = self.nlp.pipe((chunk for _, _, chunk in pieces), batch_size=self.batch_size)
-        for (t, offset, _), doc in zip(pieces, docs):
+        for (t, offset, chunk), doc in zip(pieces, docs):
             matches = self._matches(doc)
             if not matches:
                 continue
+            # Only a document with a match needs its sentences: most have none, and for a short one marking
+            # them costs several times more than tokenizing it.
+            mark_sentences(doc)
             # Doc.sents and Span.sent build a Python object per token; the sentence column is enough.
             sentence_starts = np.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
             sentence_starts.append(len(doc))
-            sentences: dict[int, Span] = {}
+            # Each sentence with its text, sliced from the chunk once: Span.text builds a Token per token.
+            sentences: dict[int, tuple[Span, str]] = {}
             for match_id, start, end in matches:
                 key = self.nlp.vocab.strings[match_id]
                 cue = self.cues[key]
                 index = bisect_right(sentence_starts, start) - 1
-                sent = sentences.get(index)
-                if sent is None:
-                    sent = sentences[index] = doc[sentence_starts[index]:sentence_starts[index + 1]]
-                behavior = self._accept(cue, doc, start, end, sent)
+                if index not in sentences:
+                    span = doc[sentence_starts[index]:sentence_starts[index + 1]]
+                    sentences[index] = (span, chunk[span.start_char:span.end_char])
+                sent, sentence = sentences[index]
+                behavior = self._accept(cue, doc, start, end, sent, sentence)
                 if behavior is None:
                     continue
                 sentence_key = offset + sent.start_char
@@ -455,11 +458,11 @@ class CueClassifier(Classifier):
             found += sorted(windows)
         return found
 
-    def _accept(self, cue: Cue, doc: Doc, start: int, end: int, sent: Span) -> str | None:
-        """Apply the context rules to the match doc[start:end]; returns the behavior it counts for, or None.
+    def _accept(self, cue: Cue, doc: Doc, start: int, end: int, sent: Span, sentence: str) -> str | None:
+        """Apply the context rules to the match doc[start:end] in `sent`, whose text is `sentence`; returns the
+        behavior it counts for, or None.
 
         Works on token indices: slicing a Doc into a Span costs time proportional to the whole Doc."""
-        sentence = sent.text
         following = [doc[i].text for i in range(end, min(end + 3, len(doc)))]
         if cue.pattern == "?":
             return cue.behavior if any(t in ("**", "*") for t in following[:2]) else None
