@@ -296,6 +296,7 @@ def build(
     seconds = time.perf_counter() - started
     rows = _tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)
     rows.insert(4, ("selected", f"{result.selected:,}"))
+    rows.insert(5, ("duplicate ids dropped across files", f"{result.cross_file_duplicates:,}"))
     rows += [("dataset", str(output / "data")), ("card", str(output / "README.md"))]
     _summary(f"Built {output}", rows)
 

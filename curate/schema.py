@@ -1,6 +1,7 @@
 """The attribute schema: the contract between every classifier and every later stage.
 
-One parquet row per document per classifier run. Source text stays out; join on `id`.
+One parquet row per document per classifier run. Source text stays out; join on `id`. `source` is the corpus
+file the document was read from: when an id repeats across files it says which copy a row describes (query.py).
 A count is null when it could not be determined (and `error` says why) - never 0.
 `scores` holds a per-behavior probability for classifiers that have one (distilled_v1); it is null for
 classifiers without scores (cues_v1, llm_v1), and a behavior without a score is null inside the struct.
@@ -31,6 +32,7 @@ ATTRIBUTE_SCHEMA = pa.schema(
         ("prompt_version", pa.string()),
         ("error", pa.string()),
         ("n_chars", pa.int64()),
+        ("source", pa.string()),
     ]
 )
 
@@ -58,7 +60,8 @@ class Labels:
 
 
 def attribute_row(
-    doc_id: str, n_chars: int, labels: Labels, classifier: str, model: str | None, prompt_version: str | None
+    doc_id: str, n_chars: int, labels: Labels, classifier: str, model: str | None, prompt_version: str | None,
+    source: str | None = None,
 ) -> dict:
     return {
         "id": doc_id,
@@ -70,4 +73,5 @@ def attribute_row(
         "prompt_version": prompt_version,
         "error": labels.error,
         "n_chars": n_chars,
+        "source": source,
     }

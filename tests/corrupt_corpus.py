@@ -3,7 +3,8 @@
 `write_corrupt_corpus(folder, ...)` writes a directory of jsonl/parquet files that mixes valid
 documents with: truncated JSON, binary blobs, NUL bytes, invalid UTF-8, duplicate ids, missing
 fields, non-string text, a parquet file with the wrong schema, one big document and many tiny
-ones. It returns the ids every correct reader must keep and the number of records it must reject.
+ones. It returns the ids every correct reader must keep and the number of records it must reject (a second
+copy of an id is one: the copy kept is the first in file name and position order).
 
     python -m tests.corrupt_corpus OUT_DIR --big-mb 50 --tiny 1000000
 """
@@ -34,6 +35,7 @@ class CorruptCorpus:
     folder: Path
     valid_ids: set[str] = field(default_factory=set)
     duplicate_ids: set[str] = field(default_factory=set)
+    first_copies: dict[str, str] = field(default_factory=dict)  # a duplicated id -> the text of the copy kept
     rejects: int = 0  # records (or whole files) that must land in the rejects with a reason
 
 
@@ -51,6 +53,7 @@ def write_corrupt_corpus(folder: str | Path, big_mb: float = 2.0, tiny: int = 20
     for i in range(20):
         lines.append(_doc(f"good-{i}", rng))
         corpus.valid_ids.add(f"good-{i}")
+    good_zero = json.loads(lines[0])["text"]
     bad = [
         _doc("cut", rng)[:25],                                          # truncated JSON
         bytes(rng.getrandbits(8) for _ in range(200)).replace(b"\n", b" "),  # binary blob
@@ -68,12 +71,16 @@ def write_corrupt_corpus(folder: str | Path, big_mb: float = 2.0, tiny: int = 20
     lines.append(json.dumps({"id": "escaped-nul", "text": "before\u0000after, we check 2 + 2 = 4."}).encode())
     corpus.valid_ids.add("escaped-nul")
     for i in range(3):
-        lines.append(_doc(f"dup-{i}", rng))
-        lines.append(_doc(f"dup-{i}", rng))
+        lines += [_doc(f"dup-{i}", rng), _doc(f"dup-{i}", rng)]
         corpus.valid_ids.add(f"dup-{i}")
         corpus.duplicate_ids.add(f"dup-{i}")
+    corpus.rejects += 3
     mixed = lines + bad
     rng.shuffle(mixed)
+    for line in mixed:
+        if line.startswith(b'{"id": "dup-'):
+            record = json.loads(line)
+            corpus.first_copies.setdefault(record["id"], record["text"])
     (folder / "mixed.jsonl").write_bytes(b"\n".join(mixed) + b"\n")
 
     with (folder / "big.jsonl").open("w") as f:
@@ -89,9 +96,13 @@ def write_corrupt_corpus(folder: str | Path, big_mb: float = 2.0, tiny: int = 20
 
     pq.write_table(pa.table({"id": ["w1", "w2"], "content": ["wrong column", "again"]}), folder / "wrong_schema.parquet")
     corpus.rejects += 1
-    pq.write_table(pa.table({"id": ["pq1", "pq2"], "text": [SENTENCES[1], None]}), folder / "nullable.parquet")
+    # good-0 again, in a later file: with several tasks another task reads it, and mixed.jsonl's copy is kept.
+    pq.write_table(pa.table({"id": ["pq1", "pq2", "good-0"], "text": [SENTENCES[1], None, SENTENCES[2]]}),
+                   folder / "nullable.parquet")
     corpus.valid_ids.add("pq1")
-    corpus.rejects += 1
+    corpus.rejects += 2
+    corpus.duplicate_ids.add("good-0")
+    corpus.first_copies["good-0"] = good_zero
     (folder / "cut.parquet").write_bytes((folder / "nullable.parquet").read_bytes()[:40])
     corpus.rejects += 1
     (folder / "blob.jsonl").write_bytes(os.urandom(4096))  # one binary "line" or several: count them

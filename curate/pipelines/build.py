@@ -3,7 +3,8 @@
 Output layout:
     OUT/data/train-*.parquet   text + attributes; `datasets.load_dataset("parquet", data_dir="OUT/data")`
     OUT/README.md              dataset card with measured prevalence
-    OUT/rejects/               every record that could not be read, with its reason
+    OUT/rejects/               every record that could not be read, with its reason, and the copies of a
+                               repeated id that were not kept (`duplicate_id`)
     OUT/.curate/               selection, parameters and executor logs (bookkeeping)
 """
 
@@ -15,9 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
-from curate.pipelines.query import Selection, behavior_stats, count_rejects, parquet_files, select_ids
+from curate.pipelines.query import (
+    Selection,
+    behavior_stats,
+    count_kept_elsewhere,
+    count_rejects,
+    parquet_files,
+    select_ids,
+    write_kept_copies,
+)
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.steps import DatasetWriter, KeepSelected, SplitRejects
+from curate.pipelines.steps import (
+    DatasetWriter,
+    KeepFirstCopy,
+    KeepSelected,
+    SplitRejects,
+)
 from curate.pipelines.tag import run_tagging
 
 STATE = ".curate"
@@ -29,6 +43,7 @@ class BuildResult:
     tags_dir: Path
     selected: int
     parameters: dict
+    cross_file_duplicates: int = 0  # copies of an id dropped because another task read the copy kept
 
 
 def run_build(
@@ -75,8 +90,11 @@ def run_build(
 
     selection_path = state / "selection.parquet"
     selected = select_ids(tagged.tags_dir, selection, selection_path)
+    kept_copies_path = state / "kept_copies.parquet"
+    write_kept_copies(parquet_files(tagged.tags_dir), tagged.rejects_dir, kept_copies_path)
     pipeline = [
         make_reader(spec, progress=progress),
+        KeepFirstCopy(str(kept_copies_path)),
         SplitRejects(str(output / "rejects")),
         KeepSelected(str(selection_path)),
         DatasetWriter(str(output / "data")),
@@ -107,4 +125,5 @@ def run_build(
 
         decontaminate_dataset(output, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
                               workers=workers, progress=progress)
-    return BuildResult(output=output, tags_dir=tagged.tags_dir, selected=selected, parameters=parameters)
+    return BuildResult(output=output, tags_dir=tagged.tags_dir, selected=selected, parameters=parameters,
+                       cross_file_duplicates=count_kept_elsewhere(output / "rejects"))

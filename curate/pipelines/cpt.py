@@ -1,6 +1,6 @@
 """Continued-pretraining corpora: behavior-enriched vs behavior-minimized text at a matched token budget.
 
-    tags --DuckDB--> candidate pools (seeded random order, no id in both, ambiguous ids dropped)
+    tags --DuckDB--> candidate pools (seeded random order, no id in both, one copy of a repeated id: query.py)
     corpus --datatrove--> pool texts + token counts by the named tokenizer  [--dedup / --decontam on the pool]
     pools --match--> enriched (>= k chosen behaviors) and minimized (none), same token total (within the
                      tolerance), same length distribution (stratified on token-length bins x domain; KS reported)
@@ -13,7 +13,7 @@ Layout:
     OUT/enriched_rewrite/, OUT/minimized_rewrite/  with --rewrite: id (source id), question, thoughts, answer,
                                                    completion, text; rejects/rewrite.jsonl
     OUT/exports/<dataset>/{cpt,cpt_jsonl,sft,packed}/
-    OUT/rejects/                                   unreadable corpus records, duplicates, contaminated rows
+    OUT/rejects/                                   unreadable corpus records, duplicate ids, duplicates, contaminated rows
     OUT/.curate/                                   pools, parameters, matching report (cpt.json), logs
 """
 
@@ -41,9 +41,9 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
-from curate.pipelines.query import _sql_list, behavior_stats, count_rejects, parquet_files
+from curate.pipelines.query import _open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepSelected, SplitRejects, batched
+from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 
 STATE = ".curate"
 VARIANTS = ("enriched", "minimized")
@@ -150,18 +150,17 @@ def tag_files(tags: str | Path) -> list[str]:
 def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path: Path, domain_key: str | None,
                  length_trim: float | None = None) -> dict:
     """Writes the candidate rows of both pools to `path`, each pool in seeded random order and cut once its
-    characters pass `char_cap`; returns counts. Ids that occur more than once in the tags are ambiguous and dropped.
+    characters pass `char_cap`; returns counts. An id tagged more than once counts once, by the rule in query.py.
     With `length_trim`, both pools are first restricted to their common length range in characters (each pool's
     [trim, 1 - trim] quantiles, intersected): done here, on every candidate, so that the cut pool is drawn from
     inside the range and still holds enough tokens for the budget."""
     files = tag_files(tags)
     with duckdb.connect() as connection:
-        connection.execute(f"CREATE VIEW raw AS SELECT * FROM read_parquet({_sql_list(files)}, union_by_name=true)")
-        columns = {r[0] for r in connection.sql("DESCRIBE raw").fetchall()}
+        columns = set(_open_shards(connection, files))
         missing = [c for c in (*selection.names, "id", "error", "n_chars", "classifier") if c not in columns]
         if missing:
             raise CPTError(f"the shards under {tags} have no column {', '.join(missing)}; they are not curate attribute shards")
-        classifiers = [r[0] for r in connection.sql("SELECT DISTINCT classifier FROM raw ORDER BY 1").fetchall()]
+        classifiers = [r[0] for r in connection.sql("SELECT DISTINCT classifier FROM shards ORDER BY 1").fetchall()]
         if len(classifiers) != 1:
             raise CPTError(f"{tags} holds shards of several classifiers ({', '.join(map(str, classifiers))}); "
                            "pass one classifier's folder, e.g. tags/cues_v1")
@@ -170,13 +169,11 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         seed = int(selection.seed)
         connection.execute(f"""
             CREATE TABLE labelled AS
-            WITH counted AS (SELECT *, count(*) OVER (PARTITION BY id) AS copies FROM raw)
             SELECT id, {", ".join(BEHAVIOR_NAMES)}, classifier, model, prompt_version, n_chars, {domain} AS domain,
-                   md5(id || ':' || '{seed}') AS draw, copies,
-                   CASE WHEN copies > 1 THEN NULL
-                        WHEN {selection.known()} AND {selection.enriched()} THEN 'enriched'
+                   {"source" if "source" in columns else "NULL::VARCHAR AS source"}, md5(id || ':' || '{seed}') AS draw,
+                   CASE WHEN {selection.known()} AND {selection.enriched()} THEN 'enriched'
                         WHEN {selection.known()} AND {selection.minimized()} THEN 'minimized' END AS pool
-            FROM counted""")
+            FROM shards""")
         connection.execute("ALTER TABLE labelled ADD COLUMN in_range BOOLEAN DEFAULT TRUE")
         length_range, removed_chars = None, {}
         if length_trim is not None:
@@ -184,14 +181,13 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial_path = path.with_name(path.name + PARTIAL)
         connection.execute(f"""
-            COPY (SELECT * EXCLUDE (before, copies, in_range) FROM (
+            COPY (SELECT * EXCLUDE (before, in_range) FROM (
                 SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                     AS before FROM labelled WHERE pool IS NOT NULL AND in_range)
                   WHERE coalesce(before, 0) < {int(char_cap)} ORDER BY pool, draw)
             TO '{partial_path}' (FORMAT parquet)""")
         os.replace(partial_path, path)
-        counts = dict(connection.sql("SELECT coalesce(pool, 'neither'), count(*) FROM labelled WHERE copies = 1 GROUP BY 1").fetchall())
-        counts["ambiguous_ids"] = connection.sql("SELECT count(DISTINCT id) FROM labelled WHERE copies > 1").fetchall()[0][0]
+        counts = dict(connection.sql("SELECT coalesce(pool, 'neither'), count(*) FROM labelled GROUP BY 1").fetchall())
         counts["tagged"] = connection.sql("SELECT count(*) FROM labelled").fetchall()[0][0]
         counts["read_into_pool"] = dict(connection.sql(f"SELECT pool, count(*) FROM read_parquet('{path}') GROUP BY 1").fetchall())
     return {"classifier": classifiers[0], "domain_column": domain_column, **counts,
@@ -1177,8 +1173,11 @@ def run_cpt(
     pools = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key,
                          length_trim if length_match != "none" else None)
     pool_dir = state / "pool"
+    kept_copies_path = state / "kept_copies.parquet"
+    write_kept_copies(tag_files(tags), tags / "rejects", kept_copies_path)
     LocalPipelineExecutor(
-        pipeline=[make_reader(spec, progress=progress), SplitRejects(str(output / "rejects")), KeepSelected(str(pools_path)),
+        pipeline=[make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)),
+                  SplitRejects(str(output / "rejects")), KeepSelected(str(pools_path)),
                   CountTokens(tokenizer, domain_key), PoolWriter(str(pool_dir / "data"))],
         # The pool is rebuilt whole on every run: completions of an earlier run must not be skipped.
         tasks=tasks, workers=workers, logging_dir=str(state / "logs" / "pool"), skip_completed=False,

@@ -41,7 +41,7 @@ from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
-from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks
+from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks, report_duplicate_ids
 from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
 
 BACKENDS = ("vllm", "endpoint", "transformers")
@@ -331,7 +331,8 @@ class LLMAttributeWriter(AtomicOutput, ParquetWriter):
     def _row(self, _writer, document) -> dict:
         result = document.metadata[RESULTS_KEY][0]
         labels = Labels(counts=result["counts"], error=result["error"])
-        row = attribute_row(document.id, len(document.text), labels, self.classifier, self.model, self.prompt_version)
+        row = attribute_row(document.id, len(document.text), labels, self.classifier, self.model, self.prompt_version,
+                            source=document.metadata.get("source"))
         row.update(
             route=result["route"], truncated=result["truncated"], doc_tokens=result["doc_tokens"],
             prompt_tokens=result["prompt_tokens"], completion_tokens=result["completion_tokens"], llm_answers=result["answers"],
@@ -418,6 +419,7 @@ def run_llm_tagging(
             f"{len(failed)} of {tasks} LLM tagging tasks did not complete (ranks {failed[:10]}); "
             f"see {out / '_logs' / 'logs'}. Rerun the same command to resume from the checkpoints."
         )
+    report_duplicate_ids(out)
     return summarize(out, time.perf_counter() - started)
 
 

@@ -155,7 +155,6 @@ def load_sources(
     excluded = excluded or {}
     stats = MultihopStats()
     problems: list[SourceProblem] = []
-    seen_ids: set[str] = set()
     rejects = rejects if rejects is not None else []
 
     def reject(reason: str, detail: str, doc_id: str, question: str) -> None:
@@ -172,10 +171,6 @@ def load_sources(
         if not isinstance(solution_text, str) or not solution_text.strip():
             reject("missing_solution", f"no text field {answer_key!r} with the worked solution", document.id, document.text)
             continue
-        if document.id in seen_ids:
-            reject("duplicate_id", f"id {document.id!r} was already read", document.id, document.text)
-            continue
-        seen_ids.add(document.id)
         if document.id in excluded:
             reject(*excluded[document.id], document.id, document.text)
             continue

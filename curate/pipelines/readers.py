@@ -2,8 +2,9 @@
 
 datatrove's own readers skip a malformed line with a log warning. Here every record that cannot
 become a document (bad JSON, invalid UTF-8, no text field, empty text, an unreadable file, a
-parquet file without the text column) becomes a *reject*: a Document flagged in its metadata
-with the reason and the raw record, which `SplitRejects` writes to the rejects file.
+parquet file without the text column, an id this task has already read) becomes a *reject*: a
+Document flagged in its metadata with the reason and the raw record, which `SplitRejects` writes to
+the rejects file.
 """
 
 from __future__ import annotations
@@ -28,13 +29,34 @@ def is_reject(document: Document) -> bool:
     return REJECT_REASON in document.metadata
 
 
-def make_reject(reason: str, source: str, position: int | None, raw: str = "") -> Document:
+def make_reject(reason: str, source: str, position: int | None, raw: str = "", doc_id: str | None = None) -> Document:
     where = source if position is None else f"{source}/{position}"
     return Document(
         text=raw,
-        id=where,
+        id=doc_id or where,
         metadata={REJECT_REASON: reason, "source": source, "position": position},
     )
+
+
+class FirstCopyOfEachId:
+    """Reader mixin: a document whose id this task has already read is rejected as `duplicate_id`, so a task tags
+    the first copy in (file, position) order. Copies read by different tasks are settled when the shards are
+    queried (query.py); ids made from source and position are unique already.
+
+    One set per task: about 100 bytes per id, so 10M ids in one task take about 1 GB."""
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        self._seen_ids: set[str] = set()
+        yield from super().run(data, rank, world_size)
+
+    def _first_copy(self, document: Document, source: str, position: int | None, raw: str, record: dict) -> Document:
+        if document.id in self._seen_ids:
+            self.stat_update("duplicate_ids")
+            # Parquet and hub records arrive without a raw form (raw is ""): the rejected copy keeps the record as JSON.
+            return make_reject("duplicate_id: an earlier record read by this task has this id", source, position,
+                               raw or json.dumps(record, default=str), doc_id=document.id)
+        self._seen_ids.add(document.id)
+        return document
 
 
 @dataclass(frozen=True)
@@ -77,7 +99,7 @@ class InputSpec:
         )
 
 
-class CorpusReader(BaseDiskReader):
+class CorpusReader(FirstCopyOfEachId, BaseDiskReader):
     """JSON lines (optionally compressed) and parquet, chosen per file by its extension."""
 
     name = "📖 Corpus (jsonl/parquet, rejects kept)"
@@ -113,7 +135,7 @@ class CorpusReader(BaseDiskReader):
             doc_id = f"{source}/{position}"
         metadata = {k: v for k, v in record.items() if k not in (self.text_key, self.id_key)}
         metadata["source"] = source
-        return Document(text=text, id=str(doc_id), metadata=metadata)
+        return self._first_copy(Document(text=text, id=str(doc_id), metadata=metadata), source, position, raw, record)
 
     def read_file(self, filepath: str) -> DocumentsPipeline:
         lower = filepath.lower()
@@ -175,7 +197,7 @@ class CorpusReader(BaseDiskReader):
                     position += 1
 
 
-class HubReader(HuggingFaceDatasetReader):
+class HubReader(FirstCopyOfEachId, HuggingFaceDatasetReader):
     """A Hugging Face dataset (hub name or local dataset script/folder), streamed when asked."""
 
     def __init__(self, spec: InputSpec, progress: bool = False, limit: int = -1):
@@ -200,7 +222,8 @@ class HubReader(HuggingFaceDatasetReader):
         doc_id = data.get(self.id_key)
         metadata = {k: v for k, v in data.items() if k not in (self.text_key, self.id_key)}
         metadata["source"] = source_file
-        return Document(text=text, id=str(doc_id) if doc_id is not None else f"{source_file}/{id_in_file}", metadata=metadata)
+        document = Document(text=text, id=str(doc_id) if doc_id is not None else f"{source_file}/{id_in_file}", metadata=metadata)
+        return self._first_copy(document, f"{source_file}/{id_in_file}", None, "", data)
 
 
 def make_reader(spec: InputSpec, progress: bool = False, limit: int = -1):

@@ -13,7 +13,8 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
-from curate.pipelines.readers import REJECT_REASON, is_reject
+from curate.pipelines.query import KEPT_ELSEWHERE
+from curate.pipelines.readers import REJECT_REASON, is_reject, make_reject
 from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
 
 ATTRIBUTES = "curate_attributes"
@@ -110,7 +111,8 @@ class TagDocuments(PipelineStep):
                 labels = self._classify(classifier, [d.text for d in batch])
             for document, label in zip(batch, labels, strict=True):
                 row = attribute_row(
-                    document.id, len(document.text), label, classifier.name, classifier.model, classifier.prompt_version
+                    document.id, len(document.text), label, classifier.name, classifier.model, classifier.prompt_version,
+                    source=document.metadata.get("source"),
                 )
                 document.metadata[ATTRIBUTES] = row
                 if label.error:
@@ -196,6 +198,32 @@ class DatasetWriter(AtomicOutput, ParquetWriter):
             schema=DATASET_SCHEMA,
             max_file_size=-1,  # one file per task keeps the `train-*.parquet` split naming (no "000_" prefix)
         )
+
+
+class KeepFirstCopy(PipelineStep):
+    """Turns every copy of a repeated id but the one the tags kept (query.py's rule; the table comes from
+    query.write_kept_copies) into a `duplicate_id` reject: a pass over the corpus with any number of tasks then
+    drops the copies the tag run dropped. Goes between the reader and SplitRejects."""
+
+    name = "🪞 Keep the first copy of each id"
+    type = "🔻 - FILTER"
+
+    def __init__(self, kept_copies_path: str):
+        super().__init__()
+        self.kept_copies_path = kept_copies_path
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(self.kept_copies_path, columns=["id", "source"]).to_pydict()
+        kept = dict(zip(table["id"], table["source"], strict=True))
+        for document in data:
+            source = document.metadata.get("source")
+            kept_source = None if is_reject(document) else kept.get(document.id)
+            if kept_source is not None and kept_source != source:
+                self.stat_update("duplicate_ids")
+                document = make_reject(KEPT_ELSEWHERE.format(kept_source), source, None, document.text, doc_id=document.id)
+            yield document
 
 
 class KeepSelected(PipelineStep):

@@ -13,6 +13,11 @@ from pathlib import Path
 
 from curate.classifiers import resolve_name
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
+from curate.pipelines.query import (
+    DUPLICATE_REJECTS,
+    parquet_files,
+    write_duplicate_rejects,
+)
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AttributeWriter, SplitRejects, TagDocuments
 
@@ -87,7 +92,15 @@ def run_tagging(
             f"{len(failed)} of {tasks} tagging tasks did not complete (ranks {failed[:10]}); "
             f"see {out / '_logs' / 'logs'}. Rerun the same command to finish them."
         )
+    report_duplicate_ids(out)
     return TagResult(tags_dir=out, rejects_dir=rejects, classifier=name)
+
+
+def report_duplicate_ids(tags_dir: Path) -> int:
+    """Once every task is done: the copies of an id that different tasks tagged, beyond the one every query keeps,
+    go to the rejects as `duplicate_id` (the shards themselves are never rewritten). Returns how many."""
+    files = parquet_files(tags_dir)
+    return write_duplicate_rejects(files, tags_dir / "rejects" / DUPLICATE_REJECTS) if files else 0
 
 
 def _failed_tasks(logging_dir: Path, tasks: int) -> list[int]:
