@@ -1,11 +1,11 @@
 """A generated corrupted corpus through `curate tag` and `curate build`: no crash, every reject kept with
 a reason, every valid document kept, a duplicate id written once in the dataset (its first copy) and its other
-copies rejected. The full-size case (50 MB document, a million tiny documents) is opt-in with CURATE_SLOW=1."""
+copies rejected. The full-size case (a 50 MB document, a million tiny documents) runs by default: about 50 s on
+2 idle cores, 2.5 minutes on a busy machine."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import duckdb
@@ -66,6 +66,5 @@ def test_corrupt_corpus_through_tag_and_build(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("CURATE_SLOW"), reason="slow; set CURATE_SLOW=1")
 def test_corrupt_corpus_full_size(tmp_path):
     check(tmp_path, big_mb=50, tiny=1_000_000)

@@ -26,9 +26,6 @@ from curate.pipelines.tag import run_tagging
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "sample_data" / "corpus"
 HAS_RAY = __import__("importlib").util.find_spec("ray") is not None
-# Opt-in (CURATE_SLOW=1): the Ray kill-and-resume test starts a Ray cluster and one actor process per task
-# for 12 tasks, twice, which on 2 cores takes minutes. The Ray-against-local test runs by default (~20 s).
-slow = [pytest.mark.slow, pytest.mark.skipif(not os.environ.get("CURATE_SLOW"), reason="slow; set CURATE_SLOW=1")]
 
 
 def sample_texts() -> list[str]:
@@ -109,8 +106,7 @@ def test_sigkill_mid_run_then_rerun_local(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_RAY, reason="Ray not installed (pip install 'ray[default]')")
-@slow[0]
-@slow[1]
+@pytest.mark.slow  # a Ray cluster and an actor per task for 12 tasks, twice: 30-55 s on 2 cores
 def test_sigkill_mid_run_then_rerun_ray(tmp_path):
     kill_and_resume(tmp_path, ["--executor", "ray"], files=12, wait_for=2, deadline_s=180)
 
