@@ -1041,8 +1041,21 @@ def cpt(
     tasks: Tasks = 1,
     workers: Workers = 1,
     license: Annotated[str, typer.Option(help="License of the source text, for the cards.")] = "other",
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: Annotated[int, typer.Option(help="--rewrite: GPUs per model server (ray and slurm reserve them; "
+                                               "local gives each task its own). The corpus pass uses none.", min=0)] = 0,
 ) -> None:
     """Build behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports.
+
+    The pass over the corpus (token counting) and the --rewrite job run on --executor; with slurm each is
+    submitted in turn: rerun the command when the job has finished, and it continues from there.
 
     Examples:
 
@@ -1050,8 +1063,11 @@ def cpt(
 
         curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
             --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
+
+        curate cpt --tags /shared/tags/cues_v1 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
     from curate.pipelines.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
+    from curate.pipelines.executors import JobSubmitted
 
     try:
         chosen = parse_behavior_list(behaviors)
@@ -1065,11 +1081,17 @@ def cpt(
     spec = _spec(texts, text_key, id_key, split, streaming)
     options = RewriteOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
                              max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
+    if gpus_per_task and not rewrite:
+        _fail("--gpus-per-task applies to --rewrite only")
+    runs_on = _executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     try:
         result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
                          length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                          rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
-                         license=license, oversample=oversample)
+                         license=license, oversample=oversample, executor=runs_on)
+    except JobSubmitted as submitted:
+        _submitted(submitted)
     except (CPTError, FileNotFoundError, RuntimeError, ValueError) as error:
         _fail(str(error))
     report = result.report

@@ -1,4 +1,4 @@
-"""dedup and decontam on every executor: a Slurm dry run writes one job array per stage, chained by
+"""dedup, decontam and cpt on every executor: a Slurm dry run writes one job array per stage, chained by
 --dependency, whose pickled jobs, run in order as Slurm would run them, leave what the rerun of the same
 command turns into the same output as a local run; Ray gives the same kept and removed rows as local; an
 interrupted dedup resumes on its finished stages, and a changed input starts over."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,13 +19,17 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.cli import app
+from curate.pipelines.cpt import CPTSelection, run_cpt
 from curate.pipelines.decontam import decontaminate
 from curate.pipelines.dedup import dedup
 from curate.pipelines.executors import DRY_RUN_SUBMISSION, SLURM_SCRIPT, ExecutorOptions
+from curate.pipelines.readers import InputSpec
+from curate.pipelines.tag import run_tagging
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "curate" / "sample_data" / "corpus"
 HAS_RAY = __import__("importlib").util.find_spec("ray") is not None
+HAS_SERVE = shutil.which("transformers", path=str(Path(sys.executable).parent)) is not None
 DEDUP_STAGES = ("1_signatures", "2_buckets", "3_clusters", "4_filter")
 
 
@@ -215,6 +220,70 @@ def test_decontam_slurm_dry_run_then_rerun_matches_local(tmp_path):
 
 
 @pytest.fixture(scope="module")
+def tiny_tokenizer(tmp_path_factory):
+    from tests.tiny_model import make_tiny_chat_model
+
+    return str(make_tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model"))
+
+
+@pytest.fixture(scope="module")
+def sample_tags(tmp_path_factory):
+    return run_tagging(InputSpec(str(SAMPLE)), tmp_path_factory.mktemp("tags"), "cues", tasks=2, progress=False).tags_dir
+
+
+def cpt_sets(output: Path) -> dict[str, list[tuple[str, int]]]:
+    return {v: [(r["id"], r["n_tokens"]) for r in pq.read_table(output / v / "data").to_pylist()]
+            for v in ("enriched", "minimized")}
+
+
+def test_cpt_slurm_dry_run_then_rerun_matches_local(tmp_path, sample_tags, tiny_tokenizer):
+    local = run_cpt(sample_tags, InputSpec(str(SAMPLE)), "6k", tiny_tokenizer, tmp_path / "local", CPTSelection(seed=3),
+                    dedup=True, tasks=2, workers=2, export=False, progress=False)
+    out = tmp_path / "slurm"
+    command = ["cpt", "--tags", str(sample_tags), "--texts", str(SAMPLE), "--tokens", "6k", "--tokenizer", tiny_tokenizer,
+               "--seed", "3", "--dedup", "--tasks", "2", "--workers", "2", "--output", str(out), *SLURM]
+    submitted = CliRunner().invoke(app, [*command, "--slurm-dry-run"], catch_exceptions=False)
+    assert submitted.exit_code == 0 and "dry run" in submitted.output, submitted.output
+    logs = out / ".curate" / "pool" / "logs"
+    script = (logs / SLURM_SCRIPT).read_text()
+    directives = dict(re.findall(r"^#SBATCH --([\w-]+)=?(.*)$", script, flags=re.MULTILINE))
+    assert directives["job-name"] == "curate-cpt-pool" and directives["array"] == "0-1%2" and "gpus" not in directives
+    assert json.loads((logs / DRY_RUN_SUBMISSION).read_text())["sbatch_args"] == ["--export=ALL,RUN_OFFSET=0"]
+    assert not (out / "enriched").exists()
+
+    run_slurm_arrays(tmp_path, [logs])
+    rerun = CliRunner().invoke(app, command, catch_exceptions=False)
+    assert rerun.exit_code == 0 and "CPT corpora" in rerun.output, rerun.output
+    assert cpt_sets(out) == cpt_sets(tmp_path / "local")
+    assert json.loads((out / ".curate" / "cpt.json").read_text())["rejects"] == local.rejects
+
+
+@pytest.mark.skipif(not HAS_SERVE, reason="needs `transformers serve` (pip install 'curate[serve]')")
+def test_cpt_rewrite_goes_to_slurm_with_its_gpus_once_the_pool_is_done(tmp_path, sample_tags, tiny_tokenizer):
+    out = tmp_path / "cpt"
+    # The corpus pass, finished on this machine, counts for the Slurm run of the same command.
+    run_cpt(sample_tags, InputSpec(str(SAMPLE)), "6k", tiny_tokenizer, out, CPTSelection(seed=3), tasks=2, workers=2,
+            export=False, progress=False)
+    command = [
+        "cpt", "--tags", str(sample_tags), "--texts", str(SAMPLE), "--tokens", "6k", "--tokenizer", tiny_tokenizer,
+        "--seed", "3", "--tasks", "2", "--workers", "2", "--output", str(out), "--rewrite", "--model", tiny_tokenizer,
+        "--gpus-per-task", "1", *SLURM, "--slurm-dry-run",
+    ]
+    submitted = CliRunner().invoke(app, command, catch_exceptions=False)
+    assert submitted.exit_code == 0 and "dry run" in submitted.output, submitted.output
+    assert not (out / ".curate" / "pool" / "logs" / SLURM_SCRIPT).exists(), "the finished corpus pass is not resubmitted"
+    script = (out / ".curate" / "rewrite" / "logs" / SLURM_SCRIPT).read_text()
+    directives = dict(re.findall(r"^#SBATCH --([\w-]+)=?(.*)$", script, flags=re.MULTILINE))
+    assert directives["job-name"] == "curate-cpt-rewrite" and directives["gpus"] == "1"
+    assert cpt_sets(out)["enriched"], "the sets are written before the rewrite is submitted"
+    # Each rerun writes the sets anew; the same rows keep the rewrite's folder (and its checkpoints) for it.
+    documents = out / ".curate" / "rewrite" / "input" / "documents.parquet"
+    written = documents.stat().st_mtime_ns
+    assert CliRunner().invoke(app, command, catch_exceptions=False).exit_code == 0
+    assert documents.stat().st_mtime_ns == written
+
+
+@pytest.fixture(scope="module")
 def ray_cluster():
     """One local Ray for the module: the builders connect to a running Ray rather than starting their own."""
     ray = pytest.importorskip("ray")
@@ -238,3 +307,12 @@ def test_ray_dedup_and_decontam_match_local(tmp_path, ray_cluster):
                                progress=False, executor=ExecutorOptions(kind="ray"))
     assert kept_rows(tmp_path / "decontam_ray") == kept_rows(tmp_path / "decontam_local")
     assert ray_result.hits == local.hits and ray_result.removed == 6
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="Ray not installed (pip install 'ray[default]')")
+def test_ray_cpt_matches_local(tmp_path, ray_cluster, sample_tags, tiny_tokenizer):
+    for name, executor in (("local", None), ("ray", ExecutorOptions(kind="ray"))):
+        run_cpt(sample_tags, InputSpec(str(SAMPLE)), "6k", tiny_tokenizer, tmp_path / name, CPTSelection(seed=3),
+                tasks=2, workers=2, export=False, progress=False, executor=executor)
+    assert cpt_sets(tmp_path / "ray") == cpt_sets(tmp_path / "local")
+    assert all(cpt_sets(tmp_path / "ray").values())

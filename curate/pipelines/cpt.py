@@ -15,6 +15,11 @@ Layout:
     OUT/exports/<dataset>/{cpt,cpt_jsonl,sft,packed}/
     OUT/rejects/                                   unreadable corpus records, duplicate ids, duplicates, contaminated rows
     OUT/.curate/                                   pools, parameters, matching report (cpt.json), logs
+
+The pass over the corpus (token counting) and the rewrite run on any executor (executors.py). On Slurm the
+command submits the job and returns; the same command run again once it is done carries on from there: the
+pool folder (OUT/.curate/pool) and the rewrite folder are kept while their inputs and parameters are unchanged.
+--dedup and --decontam of the pool run on this machine: the pool is at most --oversample times the budget.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import re
 import shutil
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -36,11 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datatrove.data import DocumentsPipeline
-from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.pipelines.executors import LOCAL, ExecutorOptions, Stage, input_signature, resumable_stage, run_pipeline, run_stages
 from curate.pipelines.query import _open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
@@ -663,17 +668,22 @@ class RewriteResult:
 
 
 def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, tasks: int = 1, workers: int = 1,
-                progress: bool = True) -> RewriteResult:
-    """Rewrites OUT/enriched and OUT/minimized into OUT/<variant>_rewrite in one pass over one server."""
+                progress: bool = True, executor: ExecutorOptions | None = None) -> RewriteResult:
+    """Rewrites OUT/enriched and OUT/minimized into OUT/<variant>_rewrite, one model server per task, on `executor`
+    (Slurm: raises JobSubmitted; rerun once the job is done)."""
     from curate.pipelines.llm_tag import CurateInferenceRunner, inference_config
 
+    executor = executor or LOCAL
     llm_options = options.tag_options()
-    llm_options.validate()
+    llm_options.validate(executor.gpus_per_task)
     prompts = RewritePrompts.load()
-    stage = output / STATE / "rewrite"
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    stage = output.resolve() / STATE / "rewrite"
     config_path = stage / "config.json"
+    # The sets are written anew by every run: what they hold, not their file times, decides whether earlier
+    # rewrites and checkpoints still apply.
     config = {**asdict(options), "prompt_version": prompts.version,
-              "inputs": {v: _fingerprint(output / v / "data") for v in VARIANTS}}
+              "inputs": {v: _content_fingerprint(output / v / "data") for v in VARIANTS}}
     if not config_path.exists() or json.loads(config_path.read_text()) != config:
         # Another model, prompt or selection: earlier rewrites and checkpoints must not be reused.
         shutil.rmtree(stage, ignore_errors=True)
@@ -690,7 +700,7 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
     raw = stage / "raw"
     runner = CurateInferenceRunner(
         rollout_fn=rewrite_rollout,
-        config=inference_config(llm_options, str(stage / "logs" / "server")),
+        config=inference_config(llm_options, str(stage / "logs" / "server"), executor.gpus_per_task),
         output_writer=RewriteWriter(str(raw)),
         shared_context=partial(rewrite_context, prompts, options.tokenizer or options.model, options.max_doc_tokens,
                                options.max_new_tokens, progress),
@@ -700,10 +710,8 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
         skip_bad_requests=True,
     )
     started = time.perf_counter()
-    LocalPipelineExecutor(
-        pipeline=[make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
-        tasks=tasks, workers=workers, logging_dir=str(stage / "logs"), skip_completed=True,
-    ).run()
+    run_pipeline([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
+                 executor, tasks, workers, stage / "logs", job_name="curate-cpt-rewrite")
     from curate.pipelines.tag import _failed_tasks
 
     failed = _failed_tasks(stage / "logs", tasks)
@@ -718,8 +726,12 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
     return result
 
 
-def _fingerprint(folder: Path) -> list:
-    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(folder.glob("*.parquet"))]
+def _content_fingerprint(folder: Path) -> list:
+    """Rows and a digest of every (id, text), in id order."""
+    with duckdb.connect() as connection:
+        return list(connection.sql(
+            "SELECT count(*), md5(coalesce(string_agg(md5(id || chr(0) || text), '' ORDER BY id), '')) "
+            "FROM read_parquet($f)", params={"f": parquet_files(folder)}).fetchall()[0])
 
 
 def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer, options: RewriteOptions,
@@ -1151,7 +1163,10 @@ def run_cpt(
     workers: int = 1,
     progress: bool = True,
     license: str = "other",
+    executor: ExecutorOptions | None = None,
 ) -> CPTResult:
+    """Builds both sets. On Slurm the corpus pass (and, with `rewrite`, the rewrite) is submitted and JobSubmitted
+    is raised; the same call once the job is done continues from the finished job."""
     selection = selection or CPTSelection()
     budget = parse_token_count(tokens)
     output, tags = Path(output), Path(tags)
@@ -1164,41 +1179,59 @@ def run_cpt(
         raise CPTError("--length-trim must be at least 0 and below 0.5")
     state = output / STATE
     state.mkdir(parents=True, exist_ok=True)
-    for old in [*(output / v for v in VARIANTS), output / "rejects", output / "exports", state / "pool"]:
+    cleaned = state / "pool_clean"
+    for old in [*(output / v for v in VARIANTS), output / "rejects", output / "exports", cleaned]:
         shutil.rmtree(old, ignore_errors=True)
 
-    pools_path = state / "pools.parquet"
-    # The quantile trim is applied once, on characters over every candidate; the token stage below only clips both
-    # pools to their exact common token range (trim 0), so the tails are not trimmed twice.
-    pools = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key,
-                         length_trim if length_match != "none" else None)
-    pool_dir = state / "pool"
-    kept_copies_path = state / "kept_copies.parquet"
-    write_kept_copies(tag_files(tags), tags / "rejects", kept_copies_path)
-    LocalPipelineExecutor(
-        pipeline=[make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)),
-                  SplitRejects(str(output / "rejects")), KeepSelected(str(pools_path)),
-                  CountTokens(tokenizer, domain_key), PoolWriter(str(pool_dir / "data"))],
-        # The pool is rebuilt whole on every run: completions of an earlier run must not be skipped.
-        tasks=tasks, workers=workers, logging_dir=str(state / "logs" / "pool"), skip_completed=False,
-    ).run()
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    pool_dir = state.resolve() / "pool"
+    trim = length_trim if length_match != "none" else None
+    files = tag_files(tags)
+    tag_rejects = tags / "rejects"
+    resumed = resumable_stage(pool_dir, {
+        "tags": [[f, Path(f).stat().st_size, Path(f).stat().st_mtime_ns] for f in files],
+        "tag_rejects": input_signature(InputSpec(str(tag_rejects))) if tag_rejects.is_dir() else None,
+        "texts": input_signature(spec), "text_key": spec.text_key, "id_key": spec.id_key,
+        "selection": selection.describe(), "budget": budget, "oversample": oversample, "domain_key": domain_key,
+        "length_trim": trim, "tokenizer": tokenizer, "tasks": tasks,
+    })
+    pools_path, pools_summary = pool_dir / "pools.parquet", pool_dir / "pools.json"
+    kept_copies_path = pool_dir / "kept_copies.parquet"
+    if not (resumed and pools_summary.exists()):
+        # The quantile trim is applied once, on characters over every candidate; the token stage below only clips
+        # both pools to their exact common token range (trim 0), so the tails are not trimmed twice.
+        counts = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key, trim)
+        write_kept_copies(files, tag_rejects, kept_copies_path)
+        pools_summary.with_name(pools_summary.name + PARTIAL).write_text(json.dumps(counts))
+        os.replace(pools_summary.with_name(pools_summary.name + PARTIAL), pools_summary)
+    pools = json.loads(pools_summary.read_text())  # read back in either case: a rerun sees the same types
+    run_stages([Stage("curate-cpt-pool", [
+        make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)), SplitRejects(str(pool_dir / "rejects")),
+        KeepSelected(str(pools_path)), CountTokens(tokenizer, domain_key), PoolWriter(str(pool_dir / "data")),
+    ], tasks, pool_dir / "logs")], replace(executor or LOCAL, gpus_per_task=0), workers)  # counting needs no GPU
     if not parquet_files(pool_dir / "data"):
         raise CPTError(f"none of the {sum(pools['read_into_pool'].values()):,} candidate ids were found in {spec.path}; "
                        "are the tags from this corpus (and --id-key right)?")
+    (output / "rejects").mkdir(parents=True, exist_ok=True)
+    for unreadable in sorted((pool_dir / "rejects").glob("*.jsonl")):
+        shutil.copyfile(unreadable, output / "rejects" / unreadable.name)
+    # Cleaned into a folder of their own: the pool stays as the corpus pass wrote it, for the next rerun.
+    pool = pool_dir
     if dedup:
-        from curate.pipelines.dedup import dedup_dataset
+        from curate.pipelines.dedup import dedup as dedup_pool
 
-        dedup_dataset(pool_dir, text_key="text", tasks=tasks, workers=workers, progress=progress)
+        dedup_pool(pool, cleaned, text_key="text", tasks=tasks, workers=workers, progress=progress)
+        pool = cleaned
     if decontam:
-        from curate.pipelines.decontam import decontaminate_dataset
+        from curate.pipelines.decontam import decontaminate
 
-        decontaminate_dataset(pool_dir, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
-                              workers=workers, progress=progress)
-    for moved in sorted((pool_dir / "rejects").glob("*.jsonl")) if (pool_dir / "rejects").is_dir() else []:
-        (output / "rejects").mkdir(parents=True, exist_ok=True)
+        decontaminate(pool, cleaned, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
+                      workers=workers, progress=progress)
+        pool = cleaned
+    for moved in sorted((cleaned / "rejects").glob("*.jsonl")) if (cleaned / "rejects").is_dir() else []:
         shutil.move(str(moved), output / "rejects" / moved.name)
 
-    pool_files = parquet_files(pool_dir / "data")
+    pool_files = parquet_files(pool / "data")
     with duckdb.connect() as connection:
         rows = connection.sql("SELECT id, pool, n_tokens, domain FROM read_parquet($f) ORDER BY draw",
                               params={"f": pool_files}).fetchall()
@@ -1235,7 +1268,8 @@ def run_cpt(
 
     datasets = list(VARIANTS)
     if rewrite is not None:
-        result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress)
+        result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress,
+                                     executor=executor)
         for variant in VARIANTS:
             write_rewrite_card(output / f"{variant}_rewrite", variant, result.rewrite, rewrite, parameters)
         datasets += [f"{v}_rewrite" for v in VARIANTS]
