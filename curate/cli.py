@@ -1160,21 +1160,39 @@ def filter_passrate(
     limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
     tasks: Tasks = 1,
     workers: Workers = 1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
 ) -> None:
     """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
 
-    Rerunning with another --band reuses the samples. Examples:
+    Rerunning with another --band reuses the samples. Each task starts its own model server; with --executor
+    slurm, rerun the command when the job has finished. Examples:
 
         curate filter-passrate --dataset datasets/math --model Qwen/Qwen2.5-1.5B-Instruct --backend vllm --k 8 --band 0,1 -o datasets/math-pr
 
         curate filter-passrate --dataset datasets/math --model Qwen/Qwen2.5-1.5B-Instruct --k 8 --band 0.1,0.9 -o datasets/math-pr
+
+        curate filter-passrate --dataset /shared/math --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 16 --gpus-per-task 1 --executor slurm --slurm-partition gpu -o /shared/math-pr
     """
+    from curate.pipelines.executors import JobSubmitted
     from curate.pipelines.passrate import PassRateError, parse_band, run_passrate_filter
 
+    runs_on = _executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     try:
         options = _sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
                                     device, concurrency, tp, dp, server_arg)
-        result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers)
+        result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
+                                     executor=runs_on)
+    except JobSubmitted as submitted:
+        _submitted(submitted)
     except (PassRateError, RuntimeError) as error:
         _fail(str(error))
     sampling = result.sampling

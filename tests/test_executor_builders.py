@@ -1,4 +1,4 @@
-"""dedup, decontam and cpt on every executor: a Slurm dry run writes one job array per stage, chained by
+"""dedup, decontam, cpt and filter-passrate on every executor: a Slurm dry run writes one job array per stage, chained by
 --dependency, whose pickled jobs, run in order as Slurm would run them, leave what the rerun of the same
 command turns into the same output as a local run; Ray gives the same kept and removed rows as local; an
 interrupted dedup resumes on its finished stages, and a changed input starts over."""
@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -281,6 +282,34 @@ def test_cpt_rewrite_goes_to_slurm_with_its_gpus_once_the_pool_is_done(tmp_path,
     written = documents.stat().st_mtime_ns
     assert CliRunner().invoke(app, command, catch_exceptions=False).exit_code == 0
     assert documents.stat().st_mtime_ns == written
+
+
+@pytest.mark.skipif(not HAS_SERVE, reason="needs `transformers serve` (pip install 'curate[serve]')")
+def test_passrate_slurm_dry_run_then_rerun_reads_the_jobs_samples(tmp_path, tiny_tokenizer):
+    dataset = tmp_path / "ds"
+    rows = [{"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i), "data_source": "curate/math",
+             "ability": "math"} for i in range(4)]
+    (dataset / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), dataset / "data" / "train-00000.parquet")
+    out = tmp_path / "pr"
+    command = ["filter-passrate", "--dataset", str(dataset), "--model", tiny_tokenizer, "--k", "2", "--max-tokens", "8",
+               "--device", "cpu", "--output", str(out), *SLURM]
+    gpus = CliRunner().invoke(app, [*command, "--gpus-per-task", "1", "--slurm-dry-run"], catch_exceptions=False)
+    assert gpus.exit_code == 0 and "dry run" in gpus.output, gpus.output
+    logs = out / ".curate" / "logs"
+    directives = dict(re.findall(r"^#SBATCH --([\w-]+)=?(.*)$", (logs / SLURM_SCRIPT).read_text(), flags=re.MULTILINE))
+    assert directives["job-name"] == "curate-passrate" and directives["gpus"] == "1"
+
+    # On this machine without GPUs, the job that runs is a CPU one; its samples are what the rerun selects from.
+    assert CliRunner().invoke(app, [*command, "--slurm-dry-run"], catch_exceptions=False).exit_code == 0
+    assert "gpus" not in (logs / SLURM_SCRIPT).read_text()
+    run_slurm_arrays(tmp_path, [logs])
+    sampled = {p: p.stat().st_mtime_ns for p in (out / "rates").glob("rates_*.parquet")}
+    assert sorted(r["id"] for p in sampled for r in pq.read_table(p).to_pylist()) == ["q0", "q1", "q2", "q3"]
+    rerun = CliRunner().invoke(app, command, catch_exceptions=False)
+    assert rerun.exit_code == 0 and "Pass rate" in rerun.output, rerun.output
+    assert {p: p.stat().st_mtime_ns for p in (out / "rates").glob("rates_*.parquet")} == sampled, "nothing sampled again"
+    assert json.loads((out / ".curate" / "passrate.json").read_text())["k"] == 2
 
 
 @pytest.fixture(scope="module")

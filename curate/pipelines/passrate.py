@@ -36,12 +36,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datatrove.data import Document, DocumentsPipeline
-from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
+from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.llm_tag import CurateInferenceRunner, LLMTagConfigError, LLMTagOptions, inference_config
 from curate.pipelines.steps import PARTIAL, AtomicOutput
@@ -94,7 +94,7 @@ class SamplingOptions:
     records_per_chunk: int = 500
     device: str = "auto"
 
-    def validate(self) -> None:
+    def validate(self, gpus_per_task: int = 0) -> None:
         if self.k < 1:
             raise PassRateError("--k must be at least 1")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
@@ -102,7 +102,7 @@ class SamplingOptions:
         if self.k > 1 and self.temperature == 0:
             raise PassRateError("k > 1 samples at temperature 0 are k copies of one answer; raise --temperature")
         try:
-            self._server_options().validate()
+            self._server_options().validate(gpus_per_task)
         except LLMTagConfigError as error:
             raise PassRateError(str(error)) from None
 
@@ -114,8 +114,8 @@ class SamplingOptions:
             max_doc_tokens=max(16, self.max_prompt_tokens + self.max_tokens - 1024), device=self.device,
         )
 
-    def inference_config(self, log_folder: str):
-        base = inference_config(self._server_options(), log_folder)
+    def inference_config(self, log_folder: str, gpus_per_task: int = 0):
+        base = inference_config(self._server_options(), log_folder, gpus_per_task)
         return dataclasses.replace(
             base, rollouts_per_document=self.k, max_concurrent_documents=None,
             default_generation_params={"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens},
@@ -277,10 +277,14 @@ class SamplingResult:
 
 
 def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptions, limit: int = -1,
-                 tasks: int = 1, workers: int = 1, progress: bool = True) -> SamplingResult:
-    """Samples k scored answers for every prompt of DATASET into OUTPUT/rates (resuming an earlier run)."""
-    options.validate()
-    output = Path(output)
+                 tasks: int = 1, workers: int = 1, progress: bool = True,
+                 executor: ExecutorOptions | None = None) -> SamplingResult:
+    """Samples k scored answers for every prompt of DATASET into OUTPUT/rates (resuming an earlier run), one model
+    server per task, on `executor` (Slurm: raises JobSubmitted; rerun once the job is done)."""
+    executor = executor or LOCAL
+    options.validate(executor.gpus_per_task)
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    output, dataset = Path(output).resolve(), Path(dataset).resolve()
     files = input_files(Path(dataset))  # fails now, with the export's message, when there is nothing to read
     first = pq.ParquetFile(files[0][1])
     Exporter("trl", first.schema_arrow, options.instruction, options.system)  # missing columns: a clear error here
@@ -289,7 +293,7 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
         "dataset": str(Path(dataset).resolve()), "limit": limit, "tasks": tasks, **options.fingerprint()})
     runner = CurateInferenceRunner(
         rollout_fn=sample_rollout,
-        config=options.inference_config(str(output / STATE / "logs" / "server")),
+        config=options.inference_config(str(output / STATE / "logs" / "server"), executor.gpus_per_task),
         output_writer=RatesWriter(str(rates), options.k),
         shared_context=partial(sampling_context, progress, options.k),
         checkpoints_local_dir=str(output / STATE / "checkpoints"),
@@ -300,8 +304,7 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
     reader = PromptReader(str(dataset), str(output / "rejects" / "prompts"), options.instruction, options.system,
                           limit=limit)
     started = time.perf_counter()
-    LocalPipelineExecutor(pipeline=[reader, runner], tasks=tasks, workers=workers,
-                          logging_dir=str(output / STATE / "logs"), skip_completed=True).run()
+    run_pipeline([reader, runner], executor, tasks, workers, output / STATE / "logs", job_name="curate-passrate")
     failed = _failed_tasks(output / STATE / "logs", tasks)
     if failed:
         raise RuntimeError(f"{len(failed)} of {tasks} sampling tasks did not complete (ranks {failed[:10]}); see "
@@ -447,12 +450,13 @@ def select_by_pass_rate(dataset: str | Path, output: str | Path, band: tuple[flo
 
 def run_passrate_filter(dataset: str | Path, output: str | Path, options: SamplingOptions,
                         band: tuple[float, float] = (0.0, 1.0), limit: int = -1, tasks: int = 1, workers: int = 1,
-                        progress: bool = True) -> PassRateResult:
+                        progress: bool = True, executor: ExecutorOptions | None = None) -> PassRateResult:
     """Samples (or reuses the samples of an earlier run with the same configuration), then selects."""
     if Path(output).resolve() == Path(dataset).resolve():
         raise PassRateError("the output must not be the dataset itself")
     try:
-        sampling = run_sampling(dataset, output, options, limit=limit, tasks=tasks, workers=workers, progress=progress)
+        sampling = run_sampling(dataset, output, options, limit=limit, tasks=tasks, workers=workers, progress=progress,
+                                executor=executor)
     except ExportError as error:
         raise PassRateError(str(error)) from None
     result = select_by_pass_rate(dataset, output, band, progress=progress)
