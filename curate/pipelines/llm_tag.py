@@ -41,7 +41,7 @@ from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
-from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks, report_duplicate_ids
+from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks, recorded_tasks, report_duplicate_ids
 from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
 
 BACKENDS = ("vllm", "endpoint", "transformers")
@@ -407,6 +407,7 @@ def run_llm_tagging(
         # Rollouts turn request errors into null rows themselves; this only guards the rest.
         skip_bad_requests=True,
     )
+    tasks = recorded_tasks(out / "_logs", tasks)
     pipeline = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(root / "rejects"))]
     if options.gate:
         pipeline.append(GateDocuments(options.gate))

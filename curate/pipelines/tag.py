@@ -78,6 +78,7 @@ def run_tagging(
             f"--input ... --output {tags_root}` first; `curate build --tags {tags_root} --classifier {name}` then reuses it."
         )
     _check_manifest(out, {"classifier": name, "classifier_argument": argument, **spec.fingerprint(), "limit": limit})
+    tasks = recorded_tasks(out / "_logs", tasks)
     rejects = out / "rejects"
     pipeline = [
         make_reader(spec, progress=progress, limit=limit),
@@ -101,6 +102,23 @@ def report_duplicate_ids(tags_dir: Path) -> int:
     go to the rejects as `duplicate_id` (the shards themselves are never rewritten). Returns how many."""
     files = parquet_files(tags_dir)
     return write_duplicate_rejects(files, tags_dir / "rejects" / DUPLICATE_REJECTS) if files else 0
+
+
+def recorded_tasks(logging_dir: Path, requested: int) -> int:
+    """The task count a tags directory is sharded by. Files are dealt to ranks by that count and a finished
+    rank leaves a completion marker, so a rerun with another count would skip ranks whose files it now
+    deals differently (dropping them) or tag files a finished rank already tagged. The count of the run
+    that started the directory (datatrove's executor.json) wins; `requested` applies to a new directory."""
+    path = Path(logging_dir) / "executor.json"
+    if not path.is_file():
+        return requested
+    recorded = int(json.loads(path.read_text()).get("tasks", requested))
+    if recorded != requested:
+        from loguru import logger
+
+        logger.warning(f"{Path(logging_dir).parent} is sharded into {recorded} tasks by the run that started it; "
+                       f"using {recorded}, not --tasks {requested} (a new --output starts afresh)")
+    return recorded
 
 
 def _failed_tasks(logging_dir: Path, tasks: int) -> list[int]:
