@@ -6,9 +6,9 @@ from curate.classifiers import get_classifier
 from curate.classifiers.cues import CHUNK_CHARS
 
 
-@pytest.fixture(scope="module")
-def cues():
-    return get_classifier("cues")
+@pytest.fixture(scope="module", params=["cues_v1", "cues_v2"])
+def cues(request):
+    return get_classifier(request.param)
 
 
 def present(labels):
@@ -84,6 +84,7 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
     from spacy.tokens import Doc
 
     from curate.classifiers.cues import CUES, _expand
+    from curate.classifiers.cues_v2 import CUES_V2
 
     for key, cue in cues.cues.items():
         words = cue.pattern.split()
@@ -93,4 +94,42 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
         doc = Doc(cues.nlp.vocab, words=list(phrase))
         found = {cues.nlp.vocab.strings[m] for m, _, _ in [*cues.phrases(doc), *cues.matcher(doc)]}
         assert key in found, (cue.pattern, phrase)
-    assert len(cues.cues) == len(CUES)
+    assert len(cues.cues) == len({"cues_v1": CUES, "cues_v2": CUES_V2}[cues.name])
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # A "Wait" question stops to check, it does not abandon; "Wait, but ..." weighs a consideration.
+        ("Wait a minute, is that right? Let me double-check.", {"verification"}),
+        ("Wait, but the problem asks for the answer in simplest radical form.", set()),
+        # Exposition and computation after "First," or "Let's start by", and a bare "break this down", plan nothing.
+        ("First, recall that a group is a set with an associative operation.", set()),
+        ("First, I need to understand what a path on the grid means.", set()),
+        ("Let's start by understanding what a divisor is.", set()),
+        ("Okay, let's break this down.", set()),
+        ("1. **Finding the radius**: the radius is half the diameter, so r = 6.", {"subgoal_setting"}),
+        # Revisions that name what was wrong; stalls followed by a change of tack.
+        ("Actually, that calculation was wrong: 7 * 8 = 56.", {"backtracking"}),
+        ("Actually, that was a mistake. 1 is not prime.", {"backtracking"}),
+        ("This approach isn't leading me anywhere. Maybe there's a better way.", {"backtracking"}),
+        ("This is getting too messy, let me think differently.", {"backtracking"}),
+        ("Oops! Of course you're right, I was confused.", {"backtracking"}),
+        # Reductions of the goal; a procedure is not a target.
+        ("So, if I can find cos R, then sin T = cos R.", {"backward_chaining"}),
+        ("Now we just need to find the volume of the cylinder.", {"subgoal_setting", "backward_chaining"}),
+        ("What you should show is that the limit holds for every test function.", {"backward_chaining"}),
+        ("To find the envelope, we need to differentiate this equation with respect to t.", set()),
+        ("Just to be thorough, let's compute it another way.", {"verification"}),
+    ],
+)
+def test_cues_v2_families(text, expected):
+    assert present(get_classifier("cues_v2").classify([text])[0]) == expected
+
+
+def test_cues_v1_is_unchanged_by_v2():
+    """cues_v1 is a versioned name: the phrasings v2 reads differently keep v1's reading."""
+    v1 = get_classifier("cues_v1")
+    assert present(v1.classify(["Wait a minute, is that right?"])[0]) == {"backtracking"}
+    assert present(v1.classify(["First, recall that a group is a set."])[0]) == {"subgoal_setting"}
+    assert present(v1.classify(["Now we just need to find the volume of the cylinder."])[0]) == set()

@@ -45,7 +45,8 @@ def trained(tmp_path_factory):
             f.write(json.dumps({"id": f"trace-{r['idx']}", "text": r["code"][0]}) + "\n")
             f.write(json.dumps({"id": f"solution-{r['idx']}", "text": r["gt_cot"]}) + "\n")
     spec = InputSpec(path=str(corpus))
-    tags = run_tagging(spec, root / "tags", "cues", progress=False).tags_dir
+    # The margins below were set on cues_v1's labels; the test needs a cue labeller, not the newest one.
+    tags = run_tagging(spec, root / "tags", "cues_v1", progress=False).tags_dir
     report = train_distilled(tags, spec, root / "model", max_chunks=1, validation=0.2, test=0.3, min_positives=4,
                              seed=1, progress=False)
     return {"root": root, "spec": spec, "tags": tags, "report": report, "corpus": corpus}

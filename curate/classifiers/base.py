@@ -50,6 +50,7 @@ def register(name: str):
 # client stack each take seconds to import, and a worker needs just one of them.
 BUILTIN: dict[str, str] = {
     "cues_v1": "curate.classifiers.cues",
+    "cues_v2": "curate.classifiers.cues_v2",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
