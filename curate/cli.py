@@ -464,12 +464,12 @@ def deploy(
 
         curate deploy --name nightly-tag
     """
+    from curate.flows.deployments import ServerNotReady, find_project_file
     from curate.flows.deployments import deploy as run_deploy
-    from curate.flows.deployments import find_project_file
 
     try:
         code = run_deploy(prefect_file or find_project_file(), name or None)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, ServerNotReady) as error:
         _fail(str(error))
     raise typer.Exit(code)
 
