@@ -999,7 +999,7 @@ def _cleaning_rows(output: Path, dedup: bool, decontam: str | None) -> list[tupl
 
 @app.command("cpt")
 def cpt(
-    tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v1).")],
+    tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v2).")],
     texts: Annotated[str, typer.Option(help="The corpus the tags were made from (file, folder, glob or hf:NAME).")],
     tokens: Annotated[str, typer.Option(help="Token budget of each set, e.g. 8.3M.")],
     tokenizer: Annotated[str, typer.Option(help="Tokenizer (path or hub name) that counts and packs the tokens.")],
@@ -1059,12 +1059,12 @@ def cpt(
 
     Examples:
 
-        curate cpt --tags tags/cues_v1 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
+        curate cpt --tags tags/cues_v2 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
 
         curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
             --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
 
-        curate cpt --tags /shared/tags/cues_v1 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
+        curate cpt --tags /shared/tags/cues_v2 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
     from curate.pipelines.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
     from curate.pipelines.executors import JobSubmitted
@@ -1286,7 +1286,7 @@ def handoff(
 
 @app.command("distill")
 def distill(
-    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v1 or tags/llm_v1).")],
+    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v2 or tags/llm_v1).")],
     texts: Annotated[str, typer.Option(help="The corpus those tags were made from (file, directory, glob or hf:NAME).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
     embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
@@ -1309,7 +1309,7 @@ def distill(
 
         curate tag --input corpus/ --classifier cues --output tags
 
-        curate distill --labels tags/cues_v1 --texts corpus/ --output models/distilled-cues
+        curate distill --labels tags/cues_v2 --texts corpus/ --output models/distilled-cues
 
         curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
 
