@@ -20,6 +20,7 @@ whole check is bounded here instead (`call_bounded`).
 
 from __future__ import annotations
 
+import atexit
 import csv
 import glob as globlib
 import hashlib
@@ -659,6 +660,13 @@ def convert_item(item: MCItem) -> Converted | Rejected:
 
 _pool = None
 _pool_lock = threading.Lock()
+
+
+@atexit.register
+def _close_pool() -> None:
+    # Left to the garbage collector, the pool is torn down after the modules it needs at interpreter exit.
+    if _pool is not None:
+        _pool.terminate()
 
 
 def call_bounded(fn: Callable, *args, seconds: float):
