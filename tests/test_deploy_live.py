@@ -18,6 +18,8 @@ from prefect.deployments import run_deployment
 from prefect.settings import PREFECT_API_URL
 from prefect.testing.utilities import prefect_test_harness
 
+from curate.classifiers import resolve_name
+from curate.cli import SAMPLE_CORPUS
 from curate.data_cards.cards import check_card
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,18 +69,24 @@ def test_curate_deploy_registers_with_a_live_server_and_a_worker_runs_the_deploy
     assert [s.schedule.cron for s in tag.schedules] == ["0 2 * * *"]
     assert priming.parameters["params"]["variants"] == "all"
 
-    run = run_deployment("priming/weekly-priming", timeout=0, parameters={
-        "params": {"variants": "empty_cot", "output": "datasets/priming", "n": 4, "test_n": 2}})
+    shutil.copytree(SAMPLE_CORPUS, project / "corpus")
+    runs = [
+        run_deployment("priming/weekly-priming", timeout=0, parameters={
+            "params": {"variants": "empty_cot", "output": "datasets/priming", "n": 4, "test_n": 2}}),
+        run_deployment("tag/nightly-tag", timeout=0),  # as scheduled: corpus/*.jsonl into tags/
+    ]
     worked = cli([str(bin_dir / "prefect"), "worker", "start", "--pool", POOL, "--run-once"], server, project)
     assert worked.returncode == 0, worked.stdout + worked.stderr
 
     with get_client(sync_client=True) as client:
-        state = client.read_flow_run(run.id).state
-    assert state.is_completed(), (state, worked.stdout[-3000:], worked.stderr[-3000:])
-    # The pull step ran the flow in the project folder, so relative output paths land there.
+        states = [client.read_flow_run(run.id).state for run in runs]
+    assert all(state.is_completed() for state in states), (states, worked.stdout[-3000:], worked.stderr[-3000:])
+    # The pull step ran the flows in the project folder, so relative paths resolve there.
     output = project / "datasets" / "priming"
     assert pq.read_table(output / "data" / "train-00000.parquet").num_rows == 4
     assert check_card(output / "README.md").data.configs
+    tags = project / "tags" / resolve_name("cues")[0]
+    assert sum(pq.ParquetFile(p).metadata.num_rows for p in tags.glob("*.parquet")) == 300
 
 
 def test_curate_deploy_fails_clearly_without_a_server(project):

@@ -169,11 +169,16 @@ def _local_start_method() -> str:
     """How the local pool starts its workers. datatrove's default, forkserver, starts each worker as a
     fresh interpreter that imports datatrove, spaCy and curate again (2-3 s per worker, more on a busy
     2-core machine, paid on every run); fork starts them from this process, imports included. Fork is
-    unsafe once CUDA is initialised here (children cannot use it), so that case keeps forkserver."""
+    unsafe once CUDA is initialised here (children cannot use it), and in a process that runs other
+    threads (a Prefect flow run: its API client and log shippers): a child can inherit a lock one of
+    them held and wait on it forever. Those cases keep forkserver."""
     import multiprocessing
+    import threading
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    if threading.active_count() > 1:
+        return "forkserver"
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_initialized():
