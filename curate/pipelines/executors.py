@@ -165,19 +165,24 @@ class GpuSlotExecutor(LocalPipelineExecutor):
                 os.environ["CUDA_VISIBLE_DEVICES"] = previous
 
 
+FORK_SAFE_THREAD = "fsspecIO"  # fsspec.asyn registers an after-fork reset for it
+
+
 def _local_start_method() -> str:
     """How the local pool starts its workers. datatrove's default, forkserver, starts each worker as a
     fresh interpreter that imports datatrove, spaCy and curate again (2-3 s per worker, more on a busy
     2-core machine, paid on every run); fork starts them from this process, imports included. Fork is
     unsafe once CUDA is initialised here (children cannot use it), and in a process that runs other
     threads (a Prefect flow run: its API client and log shippers): a child can inherit a lock one of
-    them held and wait on it forever. Those cases keep forkserver."""
+    them held and wait on it forever. Those cases keep forkserver. fsspec's IO thread, which datatrove
+    starts in every run, is the exception: fsspec resets its loop and lock in a forked child."""
     import multiprocessing
     import threading
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    if threading.active_count() > 1:
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.name != FORK_SAFE_THREAD]
+    if others:
         return "forkserver"
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
