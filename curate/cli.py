@@ -56,6 +56,7 @@ SlurmQos = Annotated[Optional[str], typer.Option(help="Slurm QOS.")]
 SlurmDryRun = Annotated[bool, typer.Option("--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing.")]
 CpusPerTask = Annotated[int, typer.Option(help="CPUs reserved per task (ray, slurm).", min=1)]
 MemPerCpu = Annotated[float, typer.Option("--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm).")]
+DeviceOption = Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")]
 GpusPerTask = Annotated[int, typer.Option(
     help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the visible GPUs.", min=0)]
 
@@ -156,7 +157,7 @@ def tag(
     mode: Annotated[str, typer.Option(help="--classifier llm: per-behavior or joint.")] = "per-behavior",
     structured: Annotated[bool, typer.Option(help="--classifier llm: ask the server for JSON by schema.")] = False,
     gate: Annotated[Optional[str], typer.Option(help="--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.")] = None,
-    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    device: DeviceOption = "auto",
     max_doc_tokens: Annotated[int, typer.Option(help="--classifier llm: truncate documents to this many model tokens.", min=16)] = 3072,
     concurrency: Annotated[Optional[int], typer.Option(help="--classifier llm: requests in flight.", min=1)] = None,
     server_arg: Annotated[Optional[list[str]], typer.Option(help="--classifier llm: extra server flag KEY=VALUE, repeatable.")] = None,
@@ -625,7 +626,7 @@ def priming(
     model: Annotated[Optional[str], typer.Option(help="--writer llm: the teacher model (hub name or local dir).")] = None,
     backend: Annotated[str, typer.Option(help="--writer llm: vllm, endpoint or transformers.")] = "transformers",
     endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
-    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    device: DeviceOption = "auto",
     temperature: Annotated[float, typer.Option(help="--writer llm: sampling temperature of the teacher.", min=0)] = 0.7,
     max_trace_tokens: Annotated[int, typer.Option(help="--writer llm: generation budget per trace.", min=16)] = 2048,
     concurrency: Annotated[Optional[int], typer.Option(help="--writer llm: requests in flight.", min=1)] = None,
@@ -811,7 +812,7 @@ def mcqa(
     model: Annotated[Optional[str], typer.Option(help="--reformulate: the model (hub name or local dir).")] = None,
     backend: Annotated[str, typer.Option(help="--reformulate: vllm, endpoint or transformers.")] = "transformers",
     endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
-    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    device: DeviceOption = "auto",
     max_tokens: Annotated[int, typer.Option(help="--reformulate: generation budget per rewrite.", min=16)] = 1024,
     concurrency: Annotated[Optional[int], typer.Option(help="--reformulate: requests in flight.", min=1)] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the question).")] = False,
@@ -869,9 +870,9 @@ def tag_llm(
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
     gate: Annotated[Optional[str], typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
     tp: Annotated[Optional[int], typer.Option(help="vLLM tensor parallelism (default: --gpus-per-task, else 1).", min=1)] = None,
-    dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
+    dp: DataParallelOption = 1,
     server_arg: Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9")] = None,
-    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
+    device: DeviceOption = "auto",
     concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default: vllm 256, endpoint 32, transformers 4).", min=1)] = None,
     request_timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.", min=1)] = 300.0,
     records_per_chunk: Annotated[int, typer.Option(help="Documents per checkpoint chunk (a killed run resumes from the last one).", min=1)] = 500,
@@ -1136,6 +1137,14 @@ def _sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_t
 BackendOption = Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")]
 EndpointOption = Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")]
 ServerArgOption = Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable.")]
+# Sampling options shared by the commands that sample a policy (filter-passrate, audit-policy).
+TemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.", min=0)]
+TopPOption = Annotated[float, typer.Option(help="Nucleus sampling.")]
+MaxTokensOption = Annotated[int, typer.Option(help="Generation budget per sample.", min=1)]
+SystemOption = Annotated[Optional[str], typer.Option(help="System message before every prompt.")]
+ConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)]
+TensorParallelOption = Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)]
+DataParallelOption = Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)]
 
 
 @app.command("filter-passrate")
@@ -1147,15 +1156,15 @@ def filter_passrate(
     band: Annotated[str, typer.Option(help="LOW,HIGH: keep prompts whose pass rate is strictly inside.")] = "0,1",
     backend: BackendOption = "transformers",
     endpoint_url: EndpointOption = None,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.", min=0)] = 1.0,
-    top_p: Annotated[float, typer.Option(help="Nucleus sampling.")] = 1.0,
-    max_tokens: Annotated[int, typer.Option(help="Generation budget per sample.", min=1)] = 1024,
+    temperature: TemperatureOption = 1.0,
+    top_p: TopPOption = 1.0,
+    max_tokens: MaxTokensOption = 1024,
     instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System message before every prompt.")] = None,
-    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
-    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)] = None,
-    tp: Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)] = 1,
-    dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
+    system: SystemOption = None,
+    device: DeviceOption = "auto",
+    concurrency: ConcurrencyOption = None,
+    tp: TensorParallelOption = 1,
+    dp: DataParallelOption = 1,
     server_arg: ServerArgOption = None,
     limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
     tasks: Tasks = 1,
@@ -1216,14 +1225,14 @@ def audit_policy(
     classifier: ClassifierOption = "cues",
     backend: BackendOption = "transformers",
     endpoint_url: EndpointOption = None,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.", min=0)] = 1.0,
-    top_p: Annotated[float, typer.Option(help="Nucleus sampling.")] = 1.0,
-    max_tokens: Annotated[int, typer.Option(help="Generation budget per sample.", min=1)] = 1024,
-    system: Annotated[Optional[str], typer.Option(help="System message before every prompt.")] = None,
-    device: Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")] = "auto",
-    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)] = None,
-    tp: Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)] = 1,
-    dp: Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)] = 1,
+    temperature: TemperatureOption = 1.0,
+    top_p: TopPOption = 1.0,
+    max_tokens: MaxTokensOption = 1024,
+    system: SystemOption = None,
+    device: DeviceOption = "auto",
+    concurrency: ConcurrencyOption = None,
+    tp: TensorParallelOption = 1,
+    dp: DataParallelOption = 1,
     server_arg: ServerArgOption = None,
 ) -> None:
     """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy.
@@ -1261,7 +1270,7 @@ def handoff(
     trainer: Annotated[str, typer.Option(help="verl | trl")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Kit directory: exports, config/scripts, README.md.")],
     instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System message before every prompt.")] = None,
+    system: SystemOption = None,
 ) -> None:
     """Write what to run next: verl (config fragment + run_verl.sh) or TRL (train_sft.py / train_grpo.py), with the export.
 
