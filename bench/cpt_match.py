@@ -37,10 +37,10 @@ def build_corpus(data: Path, path: Path) -> None:
 def main() -> None:
     import duckdb
 
-    from curate.pipelines.cpt import CPTSelection, ks_statistic, parse_token_count, run_cpt
+    from curate.builders.cpt import CPTSelection, ks_statistic, parse_token_count, run_cpt
     from curate.pipelines.readers import InputSpec
     from curate.pipelines.tag import run_tagging
-    from tests.tiny_model import make_tiny_chat_model
+    from tests.support.tiny_model import make_tiny_chat_model
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--modes", default="none,range,common")
     parser.add_argument("--length-trim", type=float, default=0.025)
     args = parser.parse_args()
-    from curate.pipelines.cpt import CPTError, length_removed
+    from curate.builders.cpt import CPTError, length_removed
 
     budget = parse_token_count(args.tokens)
     with tempfile.TemporaryDirectory() as tmp:

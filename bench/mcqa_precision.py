@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.pipelines.mcqa import Converted, _parse, _verify, convert_bounded, read_items  # noqa: E402
+from curate.builders.mcqa import Converted, _parse, _verify, convert_bounded, read_items  # noqa: E402
 
 SOURCES = ["llm_adapters/mathqa_test.json", "mmlu_stem_qwen/test.jsonl", "mmlu_math/*_val.csv", "mmlu_math/*_dev.csv",
            "llm_adapters/arc_challenge_train.json"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from curate.pipelines.multihop import (  # noqa: E402
+from curate.builders.multihop import (  # noqa: E402
     ChainBuilder,
     MultihopStats,
     ablation_rows,

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def write_corpus(folder: Path, files: int, per_file: int) -> int:
-    from tests.test_scale import sample_texts
+    from tests.support.shared import sample_texts
 
     texts = sample_texts()
     folder.mkdir(parents=True)

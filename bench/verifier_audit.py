@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from curate.pipelines.audit import Metrics, read_pairs, run_audit
+from curate.handoff.verifier_audit import Metrics, read_pairs, run_audit
 from curate.rewards import DEFAULT, Extraction, extract_answer, get_reward
 from curate.rewards.equivalence import shared_checker
 

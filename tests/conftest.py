@@ -1,15 +1,12 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-SHARED_DATA = Path(os.environ.get("CURATE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+from tests.support.shared import SHARED_DATA  # noqa: E402  (after the offline switches)
 
 
 @pytest.fixture

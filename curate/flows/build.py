@@ -52,7 +52,7 @@ def _build_key(context, arguments: dict) -> str:
 
 @task(name="build-dataset", cache_key_fn=_build_key, persist_result=True)
 def build_dataset(params: BuildParameters) -> dict:
-    from curate.pipelines.build import run_build
+    from curate.builders.behavior import run_build
 
     result = run_build(params.spec(), params.output, params.selection(), tags_root=params.tags,
                        classifier=params.classifier, tasks=params.tasks, workers=params.workers,

@@ -47,7 +47,7 @@ class CPTParameters(BaseModel):
     @field_validator("tokens")
     @classmethod
     def _budget(cls, value: str) -> str:
-        from curate.pipelines.cpt import parse_token_count
+        from curate.builders.cpt import parse_token_count
 
         parse_token_count(value)  # CPTError is a ValueError: reported as a validation error
         return value
@@ -55,7 +55,7 @@ class CPTParameters(BaseModel):
     @field_validator("length_match")
     @classmethod
     def _mode(cls, value: str) -> str:
-        from curate.pipelines.cpt import LENGTH_MATCH_MODES
+        from curate.builders.cpt import LENGTH_MATCH_MODES
 
         if value not in LENGTH_MATCH_MODES:
             raise ValueError(f"length_match must be one of {', '.join(LENGTH_MATCH_MODES)}")
@@ -70,7 +70,7 @@ class CPTParameters(BaseModel):
 
     @model_validator(mode="after")
     def _inputs(self):
-        from curate.pipelines.cpt import tag_files
+        from curate.builders.cpt import tag_files
 
         self.selection()  # unknown behaviors and an impossible k fail here, before the run
         self.rewrite_options()
@@ -80,14 +80,14 @@ class CPTParameters(BaseModel):
 
     def selection(self):
         from curate.behaviors import parse_behavior_list
-        from curate.pipelines.cpt import CPTSelection
+        from curate.builders.cpt import CPTSelection
 
         chosen = parse_behavior_list(self.behaviors) if self.behaviors else None
         return CPTSelection(**({"behaviors": chosen} if chosen else {}), min_behaviors=self.min_behaviors,
                             min_count=self.min_count, seed=self.seed)
 
     def rewrite_options(self):
-        from curate.pipelines.cpt import RewriteOptions
+        from curate.builders.cpt import RewriteOptions
 
         return RewriteOptions(**self.rewrite) if self.rewrite is not None else None
 
@@ -105,7 +105,7 @@ class CPTParameters(BaseModel):
 
 def _cpt_key(context, arguments: dict) -> str:
     params: CPTParameters = arguments["params"]
-    from curate.pipelines.cpt import tag_files
+    from curate.builders.cpt import tag_files
 
     return cache_key("cpt", params, files_signature(tag_files(params.tags)), spec_files_signature(params.spec()))
 
@@ -114,7 +114,7 @@ def _cpt_key(context, arguments: dict) -> str:
 def build_cpt(params: CPTParameters) -> dict:
     from dataclasses import asdict
 
-    from curate.pipelines.cpt import length_removed, run_cpt
+    from curate.builders.cpt import length_removed, run_cpt
 
     result = run_cpt(params.tags, params.spec(), params.tokens, params.tokenizer, params.output, params.selection(),
                      tolerance=params.tolerance, length_bins=params.length_bins, domain_key=params.domain_key,

@@ -26,7 +26,7 @@ class PipelineParameters(BuildParameters):
     @field_validator("export_to")
     @classmethod
     def _target(cls, value: str | None) -> str | None:
-        from curate.pipelines.export import TARGETS
+        from curate.handoff.export import TARGETS
 
         if value is not None and value not in TARGETS:
             raise ValueError(f"unknown export target {value!r}; choose one of {', '.join(TARGETS)}")

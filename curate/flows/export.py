@@ -22,7 +22,7 @@ class ExportParameters(BaseModel):
     @field_validator("to")
     @classmethod
     def _target(cls, value: str) -> str:
-        from curate.pipelines.export import TARGETS
+        from curate.handoff.export import TARGETS
 
         if value not in TARGETS:
             raise ValueError(f"unknown target {value!r}; choose one of {', '.join(TARGETS)}")
@@ -32,7 +32,7 @@ class ExportParameters(BaseModel):
     def _paths(self):
         if Path(self.output).resolve() == Path(self.dataset).resolve():
             raise ValueError("the output must not be the dataset itself")
-        from curate.pipelines.export import ExportError
+        from curate.handoff.export import ExportError
 
         try:
             self.input_files()
@@ -41,7 +41,7 @@ class ExportParameters(BaseModel):
         return self
 
     def input_files(self) -> list[Path]:
-        from curate.pipelines.export import input_files
+        from curate.handoff.export import input_files
 
         return [path for _, path in input_files(Path(self.dataset))]
 
@@ -53,7 +53,7 @@ def _export_key(context, arguments: dict) -> str:
 
 @task(name="export-dataset", cache_key_fn=_export_key, persist_result=True)
 def export_dataset(params: ExportParameters) -> dict:
-    from curate.pipelines.export import run_export
+    from curate.handoff.export import run_export
 
     result = run_export(params.dataset, params.to, params.output, instruction=params.instruction,
                         system=params.system, progress=False)

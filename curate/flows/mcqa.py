@@ -22,7 +22,7 @@ class McqaParameters(BaseModel):
     @field_validator("format")
     @classmethod
     def _known_format(cls, value: str) -> str:
-        from curate.pipelines.mcqa import FORMATS
+        from curate.builders.mcqa import FORMATS
 
         if value not in FORMATS:
             raise ValueError(f"unknown format {value!r}; choose one of {', '.join(FORMATS)}")
@@ -31,7 +31,7 @@ class McqaParameters(BaseModel):
     @field_validator("inputs")
     @classmethod
     def _inputs_exist(cls, values: list[str]) -> list[str]:
-        from curate.pipelines.mcqa import _input_files
+        from curate.builders.mcqa import _input_files
 
         for value in values:
             if not value.startswith("hf:"):
@@ -46,7 +46,7 @@ class McqaParameters(BaseModel):
         return any(i.startswith("hf:") for i in self.inputs)
 
     def local_files(self) -> list[Path]:
-        from curate.pipelines.mcqa import _input_files
+        from curate.builders.mcqa import _input_files
 
         return [f for i in self.inputs if not i.startswith("hf:") for f in _input_files(i)]
 
@@ -58,7 +58,7 @@ def _mcqa_key(context, arguments: dict) -> str:
 
 @task(name="convert-mcqa", cache_key_fn=_mcqa_key, persist_result=True)
 def convert_mcqa(params: McqaParameters) -> dict:
-    from curate.pipelines.mcqa import run_mcqa
+    from curate.builders.mcqa import run_mcqa
 
     result = run_mcqa(params.inputs, params.output, fmt=params.format, workers=params.workers, limit=params.limit,
                       progress=False)

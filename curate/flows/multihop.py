@@ -31,7 +31,7 @@ class MultihopParameters(BaseModel):
     @field_validator("hops")
     @classmethod
     def _hop_range(cls, value: str) -> str:
-        from curate.pipelines.multihop import parse_hop_range
+        from curate.builders.multihop import parse_hop_range
 
         parse_hop_range(value)
         return value
@@ -58,7 +58,7 @@ def _multihop_key(context, arguments: dict) -> str:
 
 @task(name="build-multihop", cache_key_fn=_multihop_key, persist_result=True)
 def build_multihop(params: MultihopParameters) -> dict:
-    from curate.pipelines.multihop import parse_hop_range, run_multihop
+    from curate.builders.multihop import parse_hop_range, run_multihop
 
     result = run_multihop(params.spec(), params.output, n=params.n, hops=parse_hop_range(params.hops), seed=params.seed,
                           max_ratio=params.max_ratio, tries_per_link=params.tries_per_link,

@@ -46,7 +46,7 @@ class PrimingParameters(BaseModel):
         return self
 
     def variant_names(self) -> list[str]:
-        from curate.pipelines.priming import ALL_VARIANTS
+        from curate.builders.priming import ALL_VARIANTS
 
         if self.variants.strip() == "all":
             return [v for v in ALL_VARIANTS if v != "placeholder_cot" or self.tokenizer]
@@ -54,7 +54,7 @@ class PrimingParameters(BaseModel):
 
     def configs(self) -> list[tuple[str, object]]:
         """(output directory, PrimingConfig) per variant."""
-        from curate.pipelines.priming import PrimingConfig
+        from curate.builders.priming import PrimingConfig
 
         names = self.variant_names()
         if not names:
@@ -77,7 +77,7 @@ def _priming_key(context, arguments: dict) -> str:
 
 @task(name="build-priming-set", cache_key_fn=_priming_key, persist_result=True)
 def build_priming_set(params: PrimingParameters, variant: str, output: str) -> dict:
-    from curate.pipelines.priming import run_priming
+    from curate.builders.priming import run_priming
 
     config = dict(params.configs())[output]
     result = run_priming(config, output, progress=False)

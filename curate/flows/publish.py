@@ -31,7 +31,7 @@ class PublishParameters(BaseModel):
     @field_validator("repo_id")
     @classmethod
     def _repo_id(cls, value: str) -> str:
-        from curate.pipelines.publish import REPO_ID
+        from curate.handoff.publish import REPO_ID
 
         if not REPO_ID.match(value):
             raise ValueError(f"repo_id {value!r} is not of the form ORG/NAME")
@@ -51,14 +51,14 @@ def _push_key(context, arguments: dict) -> str:
 def validate(params: PublishParameters) -> list[dict]:
     from dataclasses import asdict
 
-    from curate.pipelines.publish import validate_dataset
+    from curate.handoff.publish import validate_dataset
 
     plan = validate_dataset(params.directory, include_rejects=params.include_rejects)
     return [asdict(f) for f in plan.files]
 
 
 def _worth_retrying(task, task_run, state) -> bool:
-    from curate.pipelines.publish import UploadError
+    from curate.handoff.publish import UploadError
 
     return isinstance(state.data, UploadError) and state.data.transient
 
@@ -67,7 +67,7 @@ def _worth_retrying(task, task_run, state) -> bool:
       retry_condition_fn=_worth_retrying, cache_key_fn=_push_key, persist_result=True)
 def push(params: PublishParameters, files: list[dict]) -> dict:
     """Validates again (the directory may have changed since) and uploads one commit."""
-    from curate.pipelines.publish import publish
+    from curate.handoff.publish import publish
 
     result = publish(params.directory, params.repo_id, private=params.private, include_rejects=params.include_rejects,
                      endpoint=params.endpoint, commit_message=params.commit_message)

@@ -166,11 +166,11 @@ def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT)
     instruction="Show your work, then give the final equation in <answer> </answer> tags, for example "
     "<answer> (1 + 2) / 3 </answer>.",
     description="Countdown: the equation uses each given number once and evaluates to the target "
-    "(curate.tasks.countdown.score_countdown)",
+    "(curate.puzzles.countdown.score_countdown)",
 )
 def countdown_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
     # Lazy: the Countdown task module is its own component, loaded only when a Countdown row is scored.
-    from curate.tasks.countdown import score_countdown
+    from curate.puzzles.countdown import score_countdown
 
     ground_truth = _decode(ground_truth)
     if not isinstance(ground_truth, dict):

@@ -1,0 +1,1285 @@
+"""Continued-pretraining corpora: behavior-enriched vs behavior-minimized text at a matched token budget.
+
+    tags --DuckDB--> candidate pools (seeded random order, no id in both, one copy of a repeated id: query.py)
+    corpus --datatrove--> pool texts + token counts by the named tokenizer  [--dedup / --decontam on the pool]
+    pools --match--> enriched (>= k chosen behaviors) and minimized (none), same token total (within the
+                     tolerance), same length distribution (stratified on token-length bins x domain; KS reported)
+    [--rewrite]  InferenceRunner: each document -> <question>/<thoughts>/<answer>; unparseable rewrites dropped,
+                 counted and kept in rejects with the raw output
+    exports      CPT text (parquet + jsonl), SFT {query, completion} for rewrites, token-packed sequences
+
+Layout:
+    OUT/enriched/, OUT/minimized/                  data/train-00000.parquet, README.md card, length plot
+    OUT/enriched_rewrite/, OUT/minimized_rewrite/  with --rewrite: id (source id), question, thoughts, answer,
+                                                   completion, text; rejects/rewrite.jsonl
+    OUT/exports/<dataset>/{cpt,cpt_jsonl,sft,packed}/
+    OUT/rejects/                                   unreadable corpus records, duplicate ids, duplicates, contaminated rows
+    OUT/.curate/                                   pools, parameters, matching report (cpt.json), logs
+
+The pass over the corpus (token counting) and the rewrite run on any executor (executors.py). On Slurm the
+command submits the job and returns; the same command run again once it is done carries on from there: the
+pool folder (OUT/.curate/pool) and the rewrite folder are kept while their inputs and parameters are unchanged.
+--dedup and --decontam of the pool run on this machine: the pool is at most --oversample times the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.writers.parquet import ParquetWriter
+
+from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.pipelines.executors import LOCAL, ExecutorOptions, Stage, input_signature, resumable_stage, run_pipeline, run_stages
+from curate.pipelines.query import _open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
+from curate.pipelines.readers import InputSpec, make_reader
+from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
+
+STATE = ".curate"
+VARIANTS = ("enriched", "minimized")
+PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"
+# Characters per token that no real tokenizer exceeds on prose or LaTeX: bounds the pool read from the corpus.
+MAX_CHARS_PER_TOKEN = 8
+LENGTH_EDGES = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# none: stratified filling only. range: both pools first cut to their common length range. common: that range, and
+# both sets filled to the length profile both pools can supply (per-bin token shares min(enriched, minimized)).
+LENGTH_MATCH_MODES = ("common", "range", "none")
+
+POOL_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("pool", pa.string()),
+        ("draw", pa.string()),
+        ("domain", pa.string()),
+        ("n_tokens", pa.int64()),
+        ("n_chars", pa.int64()),
+        *[(name, pa.int32()) for name in BEHAVIOR_NAMES],
+        ("classifier", pa.string()),
+        ("model", pa.string()),
+        ("prompt_version", pa.string()),
+    ]
+)
+
+
+class CPTError(ValueError):
+    """The request cannot be met (bad options, too few candidates); the message says what to change."""
+
+
+def parse_token_count(value: str | int) -> int:
+    """'8.3M', '500k', '1.2B', '2e6' or an integer."""
+    if isinstance(value, int):
+        count = value
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmb]?)\s*", str(value), re.IGNORECASE)
+        if not match:
+            raise CPTError(f"--tokens {value!r}: give a number such as 8.3M, 500k or 2000000")
+        count = round(float(match.group(1)) * {"": 1, "k": 10**3, "m": 10**6, "b": 10**9}[match.group(2).lower()])
+    if count < 1:
+        raise CPTError("--tokens must be positive")
+    return count
+
+
+def load_tokenizer(name_or_path: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path)
+    except Exception as error:
+        raise CPTError(f"cannot load the tokenizer {name_or_path!r}: {type(error).__name__}: {error}") from error
+
+
+# --------------------------------------------------------------------------------------------- #
+# Selection rule
+# --------------------------------------------------------------------------------------------- #
+@dataclass
+class CPTSelection:
+    behaviors: list[Behavior] = field(default_factory=lambda: list(Behavior))
+    min_behaviors: int = 1  # k: enriched documents show at least k of the chosen behaviors
+    min_count: int = 1  # a behavior is shown when its count reaches this
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.behaviors:
+            raise CPTError("choose at least one behavior")
+        if not 1 <= self.min_behaviors <= len(self.behaviors):
+            raise CPTError(f"--min-behaviors must be between 1 and {len(self.behaviors)} (the number of chosen behaviors)")
+        if self.min_count < 1:
+            raise CPTError("--min-count must be at least 1")
+
+    @property
+    def names(self) -> list[str]:
+        return [b.value for b in self.behaviors]
+
+    def known(self) -> str:
+        # Unknown is not zero: a document with a null count or an error is in neither pool.
+        return " AND ".join(["error IS NULL", *(f"{b} IS NOT NULL" for b in self.names)])
+
+    def enriched(self) -> str:
+        shown = " + ".join(f"CAST({b} >= {int(self.min_count)} AS INTEGER)" for b in self.names)
+        return f"({shown}) >= {int(self.min_behaviors)}"
+
+    def minimized(self) -> str:
+        return " AND ".join(f"{b} = 0" for b in self.names)
+
+    def describe(self) -> dict:
+        return {
+            "behaviors": self.names, "min_behaviors": self.min_behaviors, "min_count": self.min_count, "seed": self.seed,
+            "enriched_rule": f"{self.known()} AND {self.enriched()}",
+            "minimized_rule": f"{self.known()} AND {self.minimized()}",
+        }
+
+
+def tag_files(tags: str | Path) -> list[str]:
+    files = [f for f in parquet_files(tags) if not Path(f).name.startswith("selection")]
+    if not files:
+        raise CPTError(f"no attribute shards under {tags}; run `curate tag` (or `curate tag-llm`) first")
+    return files
+
+
+def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path: Path, domain_key: str | None,
+                 length_trim: float | None = None) -> dict:
+    """Writes the candidate rows of both pools to `path`, each pool in seeded random order and cut once its
+    characters pass `char_cap`; returns counts. An id tagged more than once counts once, by the rule in query.py.
+    With `length_trim`, both pools are first restricted to their common length range in characters (each pool's
+    [trim, 1 - trim] quantiles, intersected): done here, on every candidate, so that the cut pool is drawn from
+    inside the range and still holds enough tokens for the budget."""
+    files = tag_files(tags)
+    with duckdb.connect() as connection:
+        columns = set(_open_shards(connection, files))
+        missing = [c for c in (*selection.names, "id", "error", "n_chars", "classifier") if c not in columns]
+        if missing:
+            raise CPTError(f"the shards under {tags} have no column {', '.join(missing)}; they are not curate attribute shards")
+        classifiers = [r[0] for r in connection.sql("SELECT DISTINCT classifier FROM shards ORDER BY 1").fetchall()]
+        if len(classifiers) != 1:
+            raise CPTError(f"{tags} holds shards of several classifiers ({', '.join(map(str, classifiers))}); "
+                           "pass one classifier's folder, e.g. tags/cues_v2")
+        domain_column = domain_key if domain_key in columns else "domain" if domain_key is None and "domain" in columns else None
+        domain = f'CAST("{domain_column}" AS VARCHAR)' if domain_column else "CAST(NULL AS VARCHAR)"
+        seed = int(selection.seed)
+        connection.execute(f"""
+            CREATE TABLE labelled AS
+            SELECT id, {", ".join(BEHAVIOR_NAMES)}, classifier, model, prompt_version, n_chars, {domain} AS domain,
+                   {"source" if "source" in columns else "NULL::VARCHAR AS source"}, md5(id || ':' || '{seed}') AS draw,
+                   CASE WHEN {selection.known()} AND {selection.enriched()} THEN 'enriched'
+                        WHEN {selection.known()} AND {selection.minimized()} THEN 'minimized' END AS pool
+            FROM shards""")
+        connection.execute("ALTER TABLE labelled ADD COLUMN in_range BOOLEAN DEFAULT TRUE")
+        length_range, removed_chars = None, {}
+        if length_trim is not None:
+            length_range, removed_chars = _restrict_chars(connection, float(length_trim))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial_path = path.with_name(path.name + PARTIAL)
+        connection.execute(f"""
+            COPY (SELECT * EXCLUDE (before, in_range) FROM (
+                SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                    AS before FROM labelled WHERE pool IS NOT NULL AND in_range)
+                  WHERE coalesce(before, 0) < {int(char_cap)} ORDER BY pool, draw)
+            TO '{partial_path}' (FORMAT parquet)""")
+        os.replace(partial_path, path)
+        counts = dict(connection.sql("SELECT coalesce(pool, 'neither'), count(*) FROM labelled GROUP BY 1").fetchall())
+        counts["tagged"] = connection.sql("SELECT count(*) FROM labelled").fetchall()[0][0]
+        counts["read_into_pool"] = dict(connection.sql(f"SELECT pool, count(*) FROM read_parquet('{path}') GROUP BY 1").fetchall())
+    return {"classifier": classifiers[0], "domain_column": domain_column, **counts,
+            "length_range_chars": length_range, "length_removed_chars": removed_chars}
+
+
+def _restrict_chars(connection, trim: float) -> tuple[list[int], dict[str, int]]:
+    """Marks candidates outside the two pools' common character range; returns the range and how many each pool lost."""
+    if not 0 <= trim < 0.5:
+        raise CPTError("--length-trim must be at least 0 and below 0.5")
+    bounds = dict((pool, (lo, hi)) for pool, lo, hi in connection.sql(
+        f"SELECT pool, quantile_disc(n_chars, {trim}), quantile_disc(n_chars, {1 - trim}) FROM labelled "
+        "WHERE pool IS NOT NULL AND n_chars IS NOT NULL GROUP BY pool").fetchall())
+    if set(bounds) != set(VARIANTS):
+        return None, {}  # one pool is empty: the budget check reports it, with the counts
+    low, high = max(b[0] for b in bounds.values()), min(b[1] for b in bounds.values())
+    if low > high:
+        raise CPTError(f"the enriched and minimized candidates share no length range (enriched {bounds['enriched'][0]:,}-"
+                       f"{bounds['enriched'][1]:,} characters, minimized {bounds['minimized'][0]:,}-"
+                       f"{bounds['minimized'][1]:,}): lower --length-trim or use --length-match none")
+    connection.execute(f"UPDATE labelled SET in_range = coalesce(n_chars BETWEEN {int(low)} AND {int(high)}, FALSE) "
+                       "WHERE pool IS NOT NULL")
+    removed = dict(connection.sql("SELECT pool, count(*) FROM labelled WHERE pool IS NOT NULL AND NOT in_range "
+                                  "GROUP BY pool").fetchall())
+    return [int(low), int(high)], {v: int(removed.get(v, 0)) for v in VARIANTS}
+
+
+# --------------------------------------------------------------------------------------------- #
+# Pool texts and token counts (datatrove)
+# --------------------------------------------------------------------------------------------- #
+class CountTokens(PipelineStep):
+    """Counts each document's tokens with the named tokenizer (no special tokens) in batches."""
+
+    name = "🔢 Count tokens"
+    type = "🔢 - TOKENIZER"
+
+    def __init__(self, tokenizer: str, domain_key: str | None, batch_size: int = 256):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.domain_key = domain_key
+        self.batch_size = batch_size
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        tokenizer = load_tokenizer(self.tokenizer)
+        for batch in batched(data, self.batch_size):
+            encoded = tokenizer([d.text for d in batch], add_special_tokens=False)["input_ids"]
+            for document, ids in zip(batch, encoded, strict=True):
+                row = document.metadata[ATTRIBUTES]
+                row["n_tokens"] = len(ids)
+                row["n_chars"] = len(document.text)
+                if row.get("domain") is None and self.domain_key and document.metadata.get(self.domain_key) is not None:
+                    row["domain"] = str(document.metadata[self.domain_key])
+                self.stat_update("tokens", value=len(ids))
+                yield document
+
+
+class PoolWriter(AtomicOutput, ParquetWriter):
+    name = "📒 CPT pool"
+
+    def __init__(self, output_folder: str):
+        super().__init__(output_folder, output_filename="train-${rank}.parquet", schema=POOL_SCHEMA,
+                         adapter=lambda _w, d: {**{k: d.metadata[ATTRIBUTES].get(k) for k in POOL_SCHEMA.names}, "text": d.text})
+
+
+# --------------------------------------------------------------------------------------------- #
+# Matching
+# --------------------------------------------------------------------------------------------- #
+@dataclass
+class Candidate:
+    id: str
+    n_tokens: int
+    domain: str | None
+
+
+@dataclass
+class MatchReport:
+    budget: int
+    tolerance: float
+    enriched_tokens: int
+    minimized_tokens: int
+    enriched_documents: int
+    minimized_documents: int
+    ks_statistic: float
+    length_edges: list[int]
+    strata: int
+    strata_short: list[str]  # strata the minimized pool could not fill from the same domain
+    length_match: str = "none"
+    length_range: list[int] | None = None  # common token-length range both pools were cut to
+    length_removed: dict[str, int] = field(default_factory=dict)  # candidates each pool lost to that range
+    length_weights: list[float] | None = None  # common: token share of each length bin, both sets
+
+
+def ks_statistic(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the two empirical CDFs."""
+    a, b = np.sort(np.asarray(a)), np.sort(np.asarray(b))
+    if not len(a) or not len(b):
+        return 1.0
+    points = np.concatenate([a, b])
+    return float(np.max(np.abs(np.searchsorted(a, points, "right") / len(a) - np.searchsorted(b, points, "right") / len(b))))
+
+
+def _length_edges(lengths: list[int], bins: int) -> list[int]:
+    """Quantile edges of the enriched lengths: strata with equal enriched document counts."""
+    quantiles = np.quantile(np.asarray(lengths), np.linspace(0, 1, bins + 1)[1:-1]) if bins > 1 else []
+    return sorted({int(q) for q in quantiles})
+
+
+def _adjust(chosen: dict[str, Candidate], pool: list[Candidate], total: int, target: float, slack: float) -> int:
+    """Adds, removes or swaps one document at a time (the move that brings `total` closest to `target`) until
+    the total is within `slack`; returns the new total. Used only for the last few documents of a set."""
+    unused = sorted((c for c in pool if c.id not in chosen), key=lambda c: c.n_tokens)
+    unused_lengths = [c.n_tokens for c in unused]
+
+    def closest_unused(length: float) -> int:
+        i = min(int(np.searchsorted(unused_lengths, length)), len(unused) - 1)
+        return i - 1 if i > 0 and abs(unused_lengths[i - 1] - length) < abs(unused_lengths[i] - length) else i
+
+    for _ in range(len(pool)):
+        gap = target - total
+        if abs(gap) <= slack:
+            break
+        moves = []
+        if gap > 0 and unused:
+            i = closest_unused(gap)
+            moves.append((abs(gap - unused_lengths[i]), None, i))
+        if gap < 0 and chosen:
+            c = min(chosen.values(), key=lambda c: abs(c.n_tokens + gap))
+            moves.append((abs(gap + c.n_tokens), c.id, None))
+        if unused:
+            for c in chosen.values():
+                i = closest_unused(c.n_tokens + gap)
+                moves.append((abs(gap - unused_lengths[i] + c.n_tokens), c.id, i))
+        if not moves:
+            break
+        new_gap, removed, added = min(moves, key=lambda m: m[0])
+        if new_gap >= abs(gap):
+            break
+        if removed is not None:
+            total -= chosen.pop(removed).n_tokens
+        if added is not None:
+            c = unused.pop(added)
+            unused_lengths.pop(added)
+            chosen[c.id] = c
+            total += c.n_tokens
+    return total
+
+
+def common_length_range(a: list[int], b: list[int], trim: float = 0.0) -> tuple[int, int] | None:
+    """The intersection of the two samples' [trim, 1 - trim] quantile ranges; None when they do not overlap."""
+    if not 0 <= trim < 0.5:
+        raise CPTError("--length-trim must be at least 0 and below 0.5")
+    if not len(a) or not len(b):
+        return None
+    low = max(int(np.quantile(a, trim, method="lower")), int(np.quantile(b, trim, method="lower")))
+    high = min(int(np.quantile(a, 1 - trim, method="higher")), int(np.quantile(b, 1 - trim, method="higher")))
+    return (low, high) if low <= high else None
+
+
+def _common_weights(enriched: list[Candidate], minimized: list[Candidate], bins: int) -> tuple[list[int], list[float]]:
+    """Length-bin edges (quantiles of both pools together) and per-bin token shares min(enriched, minimized),
+    normalised: the length profile both pools can supply in proportion to their size."""
+    edges = _length_edges([c.n_tokens for c in enriched + minimized], bins)
+    shares = []
+    for pool in (enriched, minimized):
+        mass = np.bincount(np.searchsorted(edges, [c.n_tokens for c in pool], "right"),
+                           weights=[c.n_tokens for c in pool], minlength=len(edges) + 1)
+        shares.append(mass / mass.sum())
+    common = np.minimum(*shares)
+    return edges, (common / common.sum()).tolist()
+
+
+def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: int, tolerance: float = 0.01,
+                length_bins: int = 10, length_match: str = "none",
+                length_trim: float = 0.0) -> tuple[list[str], list[str], MatchReport]:
+    """Both lists in seeded random order. Enriched: taken in order until the budget is reached (within half the
+    tolerance). Minimized: filled stratum by stratum (domain x enriched length quantile) to the token mass the
+    enriched set has there, then adjusted one document at a time until its total is within half the tolerance of
+    the enriched total, so both are within the tolerance of the budget and of each other.
+
+    length_match 'range' first cuts both pools to their common token-length range (`length_trim` quantiles off
+    each end of each pool, then intersected): stratified filling cannot match lengths one pool does not have.
+    'common' also fills the enriched set bin by bin to the token shares both pools can supply (see
+    `_common_weights`), so the minimized set is not asked for lengths that are rare in its pool."""
+    if not 0 < tolerance < 0.5:
+        raise CPTError("--tolerance must be between 0 and 0.5")
+    if length_match not in LENGTH_MATCH_MODES:
+        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {length_match!r}")
+    half = tolerance / 2
+    low, high = budget * (1 - half), budget * (1 + half)
+    length_range, removed, weights = None, {}, None
+    if length_match != "none":
+        length_range = common_length_range([c.n_tokens for c in enriched], [c.n_tokens for c in minimized], length_trim)
+        if length_range is None:
+            raise CPTError("the enriched and minimized candidates share no token-length range: lower --length-trim "
+                           "or use --length-match none")
+        kept = {v: [c for c in pool if length_range[0] <= c.n_tokens <= length_range[1]]
+                for v, pool in zip(VARIANTS, (enriched, minimized))}
+        removed = {"enriched": len(enriched) - len(kept["enriched"]), "minimized": len(minimized) - len(kept["minimized"])}
+        enriched, minimized = kept["enriched"], kept["minimized"]
+    targets = None
+    if length_match == "common":
+        weight_edges, weights = _common_weights(enriched, minimized, length_bins)
+        targets = [budget * w for w in weights]
+        filled_bins = [0] * len(targets)
+    chosen_e, total_e = [], 0
+    for candidate in enriched:
+        if total_e >= low:
+            break
+        if targets is not None:
+            b = int(np.searchsorted(weight_edges, candidate.n_tokens, "right"))
+            # As for the minimized strata: take the document while it brings its bin closer to its target.
+            if targets[b] - filled_bins[b] < candidate.n_tokens / 2:
+                continue
+            filled_bins[b] += candidate.n_tokens
+        # A document that would overshoot is passed over only in the last few documents of the budget.
+        if total_e + candidate.n_tokens <= high:
+            chosen_e.append(candidate)
+            total_e += candidate.n_tokens
+        elif targets is not None:
+            filled_bins[b] -= candidate.n_tokens
+    available = sum(c.n_tokens for c in enriched)
+    if available < low:
+        where = (f" inside the common length range {length_range[0]:,}-{length_range[1]:,} tokens ({removed['enriched']:,} "
+                 "candidates outside it)" if length_range else "")
+        raise CPTError(f"the enriched pool holds {available:,} tokens{where}, fewer than --tokens {budget:,}: lower --tokens, "
+                       "--min-behaviors or --min-count, or tag more of the corpus"
+                       + (", or raise --oversample or use --length-match none" if length_range else ""))
+    if total_e < low:
+        picked = {c.id: c for c in chosen_e}
+        total_e = _adjust(picked, enriched, total_e, budget, half * budget)
+        order = {c.id: i for i, c in enumerate(enriched)}
+        chosen_e = sorted(picked.values(), key=lambda c: order[c.id])
+        if abs(total_e - budget) > half * budget:
+            raise CPTError(f"cannot fill {budget:,} tokens within {100 * half:g} % from the enriched documents (reached "
+                           f"{total_e:,}): its documents are too long for this budget; raise --tokens or --tolerance")
+    edges = _length_edges([c.n_tokens for c in chosen_e], length_bins)
+
+    def stratum(c: Candidate) -> tuple:
+        return (c.domain or "", int(np.searchsorted(edges, c.n_tokens, "right")))
+
+    target: dict[tuple, int] = {}
+    for c in chosen_e:
+        target[stratum(c)] = target.get(stratum(c), 0) + c.n_tokens
+    filled = dict.fromkeys(target, 0)
+    chosen_m: dict[str, Candidate] = {}
+    for c in minimized:
+        s = stratum(c)
+        # Take the document while it brings the stratum closer to its target.
+        if s in target and target[s] - filled[s] >= c.n_tokens / 2:
+            chosen_m[c.id] = c
+            filled[s] += c.n_tokens
+    short = [f"{d or '-'} / length bin {b}" for (d, b), t in target.items() if filled[(d, b)] < t * (1 - tolerance)]
+    # A domain the minimized pool lacks: its deficit is filled from the same length bin in other domains.
+    deficit: dict[int, int] = {}
+    for (d, b), t in target.items():
+        if filled[(d, b)] < t * (1 - tolerance):
+            deficit[b] = deficit.get(b, 0) + t - filled[(d, b)]
+    for c in minimized:
+        b = stratum(c)[1]
+        if c.id not in chosen_m and deficit.get(b, 0) >= c.n_tokens / 2:
+            chosen_m[c.id] = c
+            deficit[b] -= c.n_tokens
+    total_m = sum(c.n_tokens for c in chosen_m.values())
+    total_m = _adjust(chosen_m, minimized, total_m, total_e, half * total_e)
+    if abs(total_e - total_m) > half * total_e:
+        raise CPTError(f"cannot match {total_e:,} enriched tokens with the minimized pool (reached {total_m:,}; "
+                       f"{len(minimized):,} candidates): the minimized pool is too small or its documents too long "
+                       "for the tolerance" + (" inside the common length range; try --length-match none"
+                                              if length_range else ""))
+    order = {c.id: i for i, c in enumerate(minimized)}
+    ids_m = sorted(chosen_m, key=order.__getitem__)
+    report = MatchReport(
+        budget=budget, tolerance=tolerance, enriched_tokens=total_e, minimized_tokens=total_m,
+        enriched_documents=len(chosen_e), minimized_documents=len(ids_m),
+        ks_statistic=ks_statistic([c.n_tokens for c in chosen_e], [chosen_m[i].n_tokens for i in ids_m]),
+        length_edges=edges, strata=len(target), strata_short=short, length_match=length_match,
+        length_range=list(length_range) if length_range else None, length_removed=removed, length_weights=weights,
+    )
+    return [c.id for c in chosen_e], ids_m, report
+
+
+# --------------------------------------------------------------------------------------------- #
+# Rewrite: question / thoughts / answer through the LLM backends
+# --------------------------------------------------------------------------------------------- #
+class RewriteParseError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RewritePrompts:
+    system: str
+    document: str
+    instructions: dict[str, str]  # variant -> instructions
+    version: str
+
+    @classmethod
+    def load(cls, directory: Path = PROMPTS_DIR) -> "RewritePrompts":
+        from curate.classifiers.llm import read_prompt_files
+
+        texts, version = read_prompt_files(directory)
+        instructions = {v: texts[f"instructions_{v}"] for v in VARIANTS}
+        return cls(texts["system"], texts["document"], instructions, version)
+
+    def messages(self, document: str, variant: str) -> list[dict]:
+        # Document first, instructions after: the same layout as llm_v1, so a prefix cache can reuse the document.
+        user = f"{self.document.replace('{document}', document)}\n\n{self.instructions[variant]}"
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+SECTIONS = ("question", "thoughts", "answer")
+THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+HEADING = re.compile(r"^\s*(?:#{1,4}\s*)?\**\s*(question|thoughts?|reasoning|answer|final answer)\s*\**\s*:?\s*\**\s*(.*)$",
+                     re.IGNORECASE)
+HEADING_NAMES = {"question": "question", "thought": "thoughts", "thoughts": "thoughts", "reasoning": "thoughts",
+                 "answer": "answer", "final answer": "answer"}
+
+
+def _tagged(text: str, name: str, truncated: bool) -> str | None:
+    opened = re.search(rf"<\s*{name}\s*>", text, re.IGNORECASE)
+    if not opened:
+        return None
+    rest = text[opened.end():]
+    closed = re.search(rf"<\s*/\s*{name}\s*>", rest, re.IGNORECASE)
+    if closed:
+        return rest[: closed.start()].strip()
+    following = [m.start() for s in SECTIONS if s != name for m in [re.search(rf"<\s*{s}\s*>", rest, re.IGNORECASE)] if m]
+    if following:
+        return rest[: min(following)].strip()
+    # An unclosed last section is whole only when the model stopped by itself.
+    return None if truncated else rest.strip()
+
+
+def _headed(text: str) -> dict[str, str]:
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        match = HEADING.match(line)
+        if match and HEADING_NAMES[match.group(1).lower()] not in sections:
+            current = HEADING_NAMES[match.group(1).lower()]
+            sections[current] = [match.group(2)] if match.group(2).strip() else []
+        elif current:
+            sections[current].append(line)
+    return {k: "\n".join(v).strip().strip("*").strip() for k, v in sections.items()}
+
+
+def parse_rewrite(output: str | None, finish_reason: str | None = "stop") -> dict[str, str]:
+    """<question>/<thoughts>/<answer> from a model's rewrite; headed sections ('Question:', '**Answer:**') are read
+    where the tags are missing. Raises RewriteParseError without a question or an answer; thoughts may be empty."""
+    if not output or not output.strip():
+        raise RewriteParseError("empty output")
+    truncated = finish_reason == "length"
+    text = THINK_BLOCK.sub("", output)
+    found = {name: _tagged(text, name, truncated) for name in SECTIONS}
+    if not (found["question"] and found["answer"]):
+        headed = _headed(text)
+        if headed.get("question") and headed.get("answer") and not truncated:
+            found = {name: found[name] or headed.get(name) for name in SECTIONS}
+    missing = [name for name in ("question", "answer") if not found[name]]
+    if missing:
+        suffix = " (the output was cut at the token limit)" if truncated else ""
+        raise RewriteParseError(f"no {' and no '.join(missing)}{suffix}")
+    return {name: found[name] or "" for name in SECTIONS}
+
+
+def completion_text(thoughts: str, answer: str) -> str:
+    return f"<think>\n{thoughts}\n</think>\n<answer>\n{answer}\n</answer>"
+
+
+def cpt_text(question: str, thoughts: str, answer: str) -> str:
+    return f"<question>\n{question}\n</question>\n<thoughts>\n{thoughts}\n</thoughts>\n<answer>\n{answer}\n</answer>"
+
+
+@dataclass
+class RewriteOptions:
+    model: str
+    backend: str = "transformers"
+    endpoint_url: str | None = None
+    tokenizer: str | None = None  # the model's tokenizer, for truncation (default: the model)
+    max_doc_tokens: int = 3072
+    max_new_tokens: int = 4096
+    tp: int = 1
+    dp: int = 1
+    concurrency: int | None = None
+    request_timeout: float = 600.0
+    records_per_chunk: int = 500
+    device: str = "auto"
+    server_args: dict = field(default_factory=dict)
+
+    def tag_options(self):
+        from curate.pipelines.llm_tag import LLMTagOptions
+
+        # inference_config sizes the context as max_doc_tokens + 1024 (prompt room); a rewrite also needs room
+        # for an output as long as the document.
+        return LLMTagOptions(model=self.model, backend=self.backend, endpoint_url=self.endpoint_url, tp=self.tp, dp=self.dp,
+                             max_doc_tokens=self.max_doc_tokens + self.max_new_tokens, concurrency=self.concurrency,
+                             request_timeout=self.request_timeout, records_per_chunk=self.records_per_chunk,
+                             device=self.device, server_args=self.server_args)
+
+
+REWRITE_KEY = "curate_rewrite"
+REWRITE_SCHEMA = pa.schema([
+    ("id", pa.string()), ("variant", pa.string()), ("question", pa.string()), ("thoughts", pa.string()),
+    ("answer", pa.string()), ("error", pa.string()), ("raw", pa.string()), ("finish_reason", pa.string()),
+    ("truncated", pa.bool_()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+])
+
+
+@contextmanager
+def rewrite_context(prompts: RewritePrompts, tokenizer: str, max_doc_tokens: int, max_new_tokens: int, progress: bool):
+    from tqdm import tqdm
+
+    from curate.classifiers.llm import Truncator
+
+    bar = tqdm(desc="rewrite", unit="doc", disable=not progress, dynamic_ncols=True)
+    try:
+        yield {"prompts": prompts, "truncator": Truncator(tokenizer, max_doc_tokens), "max_new_tokens": max_new_tokens,
+               "bar": bar}
+    finally:
+        bar.close()
+
+
+async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator, max_new_tokens: int, bar) -> dict:
+    """One document, one request; always a row: a failed request or an unreadable rewrite is an error, not a crash."""
+    from datatrove.pipeline.inference.servers.base import ServerError
+    from datatrove.pipeline.inference.types import InferenceError
+
+    row = {"variant": document.metadata["variant"], "question": None, "thoughts": None, "answer": None, "error": None,
+           "raw": None, "finish_reason": None, "truncated": False, "prompt_tokens": 0, "completion_tokens": 0}
+    try:
+        text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
+    except Exception as error:  # a document the tokenizer cannot handle is kept with its reason
+        bar.update(1)
+        return {**row, "error": f"tokenize: {type(error).__name__}: {error}"}
+    payload = {"messages": prompts.messages(text, row["variant"]), "max_tokens": max_new_tokens, "temperature": 0.0}
+    try:
+        result = await generate(payload)
+    except ServerError:
+        raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
+    except (InferenceError, Exception) as error:
+        bar.update(1)
+        message = error.error if isinstance(error, InferenceError) else error
+        return {**row, "error": f"request: {type(error).__name__}: {str(message)[:300]}"}
+    row.update(raw=result.text, finish_reason=result.finish_reason,
+               prompt_tokens=int(result.usage.get("prompt_tokens") or 0),
+               completion_tokens=int(result.usage.get("completion_tokens") or 0))
+    try:
+        row.update(parse_rewrite(result.text, result.finish_reason))
+    except RewriteParseError as error:
+        row["error"] = f"parse: {error}"
+    bar.update(1)
+    return row
+
+
+class RewriteWriter(AtomicOutput, ParquetWriter):
+    """One parquet file per checkpoint chunk, written as NAME.partial and renamed when the chunk closes."""
+
+    name = "📒 Rewrites"
+
+    def __init__(self, output_folder: str):
+        super().__init__(output_folder, output_filename="rewrites_${rank}_${chunk_index}.parquet", schema=REWRITE_SCHEMA,
+                         adapter=lambda _w, d: {**d.metadata[REWRITE_KEY][0], "id": d.id},
+                         use_content_defined_chunking=False, max_file_size=-1)
+
+
+
+@dataclass
+class RewriteResult:
+    kept: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # variant -> reason -> rows
+    tokens: dict[str, int] = field(default_factory=dict)
+    prompt_version: str = ""
+    seconds: float = 0.0
+
+
+def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, tasks: int = 1, workers: int = 1,
+                progress: bool = True, executor: ExecutorOptions | None = None) -> RewriteResult:
+    """Rewrites OUT/enriched and OUT/minimized into OUT/<variant>_rewrite, one model server per task, on `executor`
+    (Slurm: raises JobSubmitted; rerun once the job is done)."""
+    from curate.pipelines.llm_tag import CurateInferenceRunner, inference_config
+
+    executor = executor or LOCAL
+    llm_options = options.tag_options()
+    llm_options.validate(executor.gpus_per_task)
+    prompts = RewritePrompts.load()
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    stage = output.resolve() / STATE / "rewrite"
+    config_path = stage / "config.json"
+    # The sets are written anew by every run: what they hold, not their file times, decides whether earlier
+    # rewrites and checkpoints still apply.
+    config = {**asdict(options), "prompt_version": prompts.version,
+              "inputs": {v: _content_fingerprint(output / v / "data") for v in VARIANTS}}
+    if not config_path.exists() or json.loads(config_path.read_text()) != config:
+        # Another model, prompt or selection: earlier rewrites and checkpoints must not be reused.
+        shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(json.dumps(config, indent=2))
+    source = stage / "input" / "documents.parquet"
+    if not source.exists():
+        source.parent.mkdir(parents=True, exist_ok=True)
+        with duckdb.connect() as connection:
+            union = " UNION ALL ".join(
+                f"SELECT id, text, '{v}' AS variant FROM read_parquet('{output / v / 'data'}/*.parquet')" for v in VARIANTS)
+            connection.execute(f"COPY ({union}) TO '{source}.partial' (FORMAT parquet)")
+        os.replace(f"{source}.partial", source)
+    raw = stage / "raw"
+    runner = CurateInferenceRunner(
+        rollout_fn=rewrite_rollout,
+        config=inference_config(llm_options, str(stage / "logs" / "server"), executor.gpus_per_task),
+        output_writer=RewriteWriter(str(raw)),
+        shared_context=partial(rewrite_context, prompts, options.tokenizer or options.model, options.max_doc_tokens,
+                               options.max_new_tokens, progress),
+        checkpoints_local_dir=str(stage / "checkpoints"),
+        records_per_chunk=options.records_per_chunk,
+        metadata_key=REWRITE_KEY,
+        skip_bad_requests=True,
+    )
+    started = time.perf_counter()
+    run_pipeline([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
+                 executor, tasks, workers, stage / "logs", job_name="curate-cpt-rewrite")
+    from curate.pipelines.tag import _failed_tasks
+
+    failed = _failed_tasks(stage / "logs", tasks)
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {tasks} rewrite tasks did not complete; see {stage / 'logs'}. "
+                           "Rerun the same command to resume from the checkpoints.")
+    result = RewriteResult(prompt_version=prompts.version, seconds=time.perf_counter() - started)
+    tokenizer = load_tokenizer(tokenizer_name)
+    files = sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
+    for variant in VARIANTS:
+        _write_rewrite(output / f"{variant}_rewrite", variant, files, tokenizer, options, prompts.version, result)
+    return result
+
+
+def _content_fingerprint(folder: Path) -> list:
+    """Rows and a digest of every (id, text), in id order."""
+    with duckdb.connect() as connection:
+        return list(connection.sql(
+            "SELECT count(*), md5(coalesce(string_agg(md5(id || chr(0) || text), '' ORDER BY id), '')) "
+            "FROM read_parquet($f)", params={"f": parquet_files(folder)}).fetchall()[0])
+
+
+def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer, options: RewriteOptions,
+                   prompt_version: str, result: RewriteResult) -> None:
+    schema = pa.schema([("id", pa.string()), ("question", pa.string()), ("thoughts", pa.string()), ("answer", pa.string()),
+                        ("completion", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
+                        ("source_variant", pa.string()), ("model", pa.string()), ("prompt_version", pa.string()),
+                        ("truncated_source", pa.bool_())])
+    for folder in ("data", "rejects"):
+        shutil.rmtree(destination / folder, ignore_errors=True)
+        (destination / folder).mkdir(parents=True)
+    data_path = destination / "data" / "train-00000.parquet"
+    rejects_path = destination / "rejects" / "rewrite.jsonl"
+    kept = tokens = 0
+    dropped: dict[str, int] = {}
+    with duckdb.connect() as connection:
+        relation = connection.sql(
+            "SELECT * FROM read_parquet($files) WHERE variant = $variant ORDER BY id", params={"files": files, "variant": variant}
+        ) if files else None
+        reader = relation.to_arrow_reader(1024) if relation is not None else []
+        with pq.ParquetWriter(f"{data_path}{PARTIAL}", schema) as writer, open(f"{rejects_path}{PARTIAL}", "w") as rejects:
+            for batch in reader:
+                rows = batch.to_pylist()
+                good = [r for r in rows if r["error"] is None]
+                for r in rows:
+                    if r["error"] is not None:
+                        reason = r["error"].split(" (")[0]
+                        dropped[reason.split(":")[0]] = dropped.get(reason.split(":")[0], 0) + 1
+                        rejects.write(json.dumps({"reason": r["error"], "id": r["id"], "variant": variant, "raw": r["raw"],
+                                                  "finish_reason": r["finish_reason"]}, ensure_ascii=False) + "\n")
+                texts = [cpt_text(r["question"], r["thoughts"], r["answer"]) for r in good]
+                counts = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+                table = pa.Table.from_pylist([
+                    {"id": r["id"], "question": r["question"], "thoughts": r["thoughts"], "answer": r["answer"],
+                     "completion": completion_text(r["thoughts"], r["answer"]), "text": text, "n_tokens": n,
+                     "source_variant": variant, "model": options.model, "prompt_version": prompt_version,
+                     "truncated_source": r["truncated"]}
+                    for r, text, n in zip(good, texts, counts)], schema=schema)
+                writer.write_table(table)
+                kept += len(good)
+                tokens += sum(counts)
+    os.replace(f"{data_path}{PARTIAL}", data_path)
+    os.replace(f"{rejects_path}{PARTIAL}", rejects_path)
+    result.kept[variant], result.tokens[variant], result.dropped[variant] = kept, tokens, dropped
+
+
+# --------------------------------------------------------------------------------------------- #
+# Exports
+# --------------------------------------------------------------------------------------------- #
+@dataclass
+class PackResult:
+    output: Path
+    format: str
+    documents: int
+    tokens: int
+    sequences: int
+    pack_length: int
+
+
+def pack_dataset(dataset: Path, output: Path, tokenizer_name: str, pack_length: int = 4096, fmt: str = "parquet",
+                 batch_size: int = 256) -> PackResult:
+    """Tokenizes `text`, appends EOS to each document and concatenates everything into sequences of pack_length.
+
+    parquet: data/train-00000.parquet, `input_ids` (pack_length ids; the last sequence may be shorter).
+    memmap:  tokens.bin, a flat array of ids (reshape to (-1, pack_length) for full sequences).
+    Both: index.parquet (id, start: offset of the document's first token in the flat stream, n_tokens incl. EOS)
+    and meta.json (dtype, tokenizer, eos id, totals)."""
+    from curate.handoff.export import input_files
+
+    if fmt not in ("parquet", "memmap"):
+        raise CPTError("--pack-format must be parquet or memmap")
+    if pack_length < 2:
+        raise CPTError("--pack-length must be at least 2")
+    tokenizer = load_tokenizer(tokenizer_name)
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise CPTError(f"the tokenizer {tokenizer_name!r} has no EOS token to separate packed documents")
+    dtype = np.uint16 if len(tokenizer) <= np.iinfo(np.uint16).max + 1 else np.uint32
+    shutil.rmtree(output, ignore_errors=True)
+    (output / "data").mkdir(parents=True)
+    index_schema = pa.schema([("id", pa.string()), ("start", pa.int64()), ("n_tokens", pa.int64())])
+    sequence_schema = pa.schema([("input_ids", pa.list_(pa.int32())), ("length", pa.int32())])
+    index_path, flat_path = output / "index.parquet", output / "tokens.bin"
+    data_path = output / "data" / "train-00000.parquet"
+    buffer = np.empty(0, dtype=np.int64)
+    offset = documents = sequences = 0
+
+    def flush_sequences(writer, final: bool) -> None:
+        nonlocal buffer, sequences
+        full = len(buffer) // pack_length * pack_length
+        end = len(buffer) if final else full
+        if end:
+            chunks = [buffer[i: i + pack_length] for i in range(0, end, pack_length)]
+            writer.write_table(pa.table({"input_ids": [c.astype(np.int32) for c in chunks],
+                                         "length": [len(c) for c in chunks]}, schema=sequence_schema))
+            sequences += len(chunks)
+            buffer = buffer[end:]
+
+    with pq.ParquetWriter(f"{index_path}{PARTIAL}", index_schema) as index, \
+            (pq.ParquetWriter(f"{data_path}{PARTIAL}", sequence_schema) if fmt == "parquet" else open(f"{flat_path}{PARTIAL}", "wb")) as sink:
+        for _, path in input_files(dataset):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["id", "text"]):
+                ids, texts = batch.column("id").to_pylist(), batch.column("text").to_pylist()
+                encoded = [e + [eos] for e in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+                lengths = [len(e) for e in encoded]
+                starts = offset + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+                index.write_table(pa.table({"id": ids, "start": starts, "n_tokens": lengths}, schema=index_schema))
+                flat = np.fromiter((t for e in encoded for t in e), dtype=np.int64, count=sum(lengths))
+                offset += int(flat.size)
+                documents += len(encoded)
+                if fmt == "parquet":
+                    buffer = np.concatenate([buffer, flat])
+                    flush_sequences(sink, final=False)
+                else:
+                    sink.write(flat.astype(dtype).tobytes())
+        if fmt == "parquet":
+            flush_sequences(sink, final=True)
+    if fmt == "parquet":
+        os.replace(f"{data_path}{PARTIAL}", data_path)
+    else:
+        os.replace(f"{flat_path}{PARTIAL}", flat_path)
+        sequences = math.ceil(offset / pack_length)
+        shutil.rmtree(output / "data")
+    os.replace(f"{index_path}{PARTIAL}", index_path)
+    meta = {"format": fmt, "pack_length": pack_length, "tokenizer": tokenizer_name, "eos_token_id": eos,
+            "dtype": np.dtype(dtype).name if fmt == "memmap" else "int32", "documents": documents, "tokens": offset,
+            "sequences": sequences, "source": str(dataset)}
+    (output / "meta.json.partial").write_text(json.dumps(meta, indent=2))
+    os.replace(output / "meta.json.partial", output / "meta.json")
+    return PackResult(output=output, format=fmt, documents=documents, tokens=offset, sequences=sequences, pack_length=pack_length)
+
+
+def load_packed_tokens(packed: Path) -> np.ndarray:
+    """The flat token stream of a packed export (either format), for trainers and round-trip checks."""
+    meta = json.loads((packed / "meta.json").read_text())
+    if meta["format"] == "memmap":
+        return np.memmap(packed / "tokens.bin", dtype=meta["dtype"], mode="r")
+    table = pq.read_table(packed / "data", columns=["input_ids"])
+    return np.concatenate([np.asarray(x, dtype=np.int64) for x in table.column("input_ids").to_pylist()]) \
+        if table.num_rows else np.empty(0, dtype=np.int64)
+
+
+def export_dataset(dataset: Path, exports: Path, tokenizer: str, pack_length: int, pack_format: str,
+                   progress: bool = True) -> dict:
+    """CPT text (parquet via the shared export module, plus jsonl), SFT where the rows have a completion, packing."""
+    from curate.handoff.export import run_export
+
+    done: dict = {}
+    cpt = run_export(dataset, "cpt", exports / "cpt", progress=progress)
+    done["cpt"] = sum(cpt.rows.values())
+    jsonl = exports / "cpt_jsonl" / "train-00000.jsonl"
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    with duckdb.connect() as connection:
+        connection.execute(f"COPY (SELECT text, id FROM read_parquet('{exports / 'cpt' / 'data'}/*.parquet')) "
+                           f"TO '{jsonl}{PARTIAL}' (FORMAT json)")
+    os.replace(f"{jsonl}{PARTIAL}", jsonl)
+    if "completion" in pq.read_schema(next(iter(sorted((dataset / "data").glob("*.parquet"))))).names:
+        sft = run_export(dataset, "sft", exports / "sft", instruction="", progress=progress)
+        done["sft"] = sum(sft.rows.values())
+    packed = pack_dataset(dataset, exports / "packed", tokenizer, pack_length, pack_format)
+    done["packed"] = {"sequences": packed.sequences, "tokens": packed.tokens, "format": packed.format}
+    return done
+
+
+# --------------------------------------------------------------------------------------------- #
+# Cards
+# --------------------------------------------------------------------------------------------- #
+def _length_histogram(connection, files: list[str]) -> list[tuple[str, int, int]]:
+    cases = " ".join(f"WHEN n_tokens < {hi} THEN '{lo}-{hi - 1}'" for lo, hi in zip(LENGTH_EDGES, LENGTH_EDGES[1:]))
+    order = " ".join(f"WHEN n_tokens < {hi} THEN {i}" for i, hi in enumerate(LENGTH_EDGES[1:]))
+    return connection.sql(
+        f"SELECT CASE {cases} ELSE '>={LENGTH_EDGES[-1]}' END AS bucket, count(*), sum(n_tokens) FROM read_parquet($f) "
+        f"GROUP BY bucket, CASE {order} ELSE {len(LENGTH_EDGES)} END ORDER BY CASE {order} ELSE {len(LENGTH_EDGES)} END",
+        params={"f": files}).fetchall()
+
+
+def _plot_lengths(output: Path, datasets: dict[str, Path], tokenizer: str) -> str:
+    from curate.data_cards.plots import plot_length_histograms
+
+    with duckdb.connect() as connection:
+        lengths = {name: [r[0] for r in connection.sql("SELECT n_tokens FROM read_parquet($f)",
+                                                       params={"f": parquet_files(folder)}).fetchall()]
+                   for name, folder in datasets.items() if parquet_files(folder)}
+    return plot_length_histograms(lengths, output / "lengths.png",
+                                  f"tokens per document ({Path(tokenizer).name})").name
+
+
+def length_removed(pools: dict, report: MatchReport) -> dict[str, int]:
+    """Candidates each pool lost to the common length range: at selection (characters) plus at matching (tokens)."""
+    return {v: int((pools.get("length_removed_chars") or {}).get(v, 0)) + int(report.length_removed.get(v, 0))
+            for v in VARIANTS}
+
+
+def _length_matching_row(parameters: dict, report: MatchReport) -> str:
+    mode = parameters.get("length_match", "none")
+    strata = (f"strata of enriched length quantiles {report.length_edges} x domain "
+              f"(`{parameters.get('domain_column') or parameters.get('domain_key') or 'none'}`)")
+    if mode == "none":
+        return f"| length matching | `none`: {strata} |"
+    chars = parameters["pools"].get("length_range_chars")
+    removed = parameters.get("length_removed") or {}
+    text = (f"| length matching | `{mode}`: both pools cut to their common length range "
+            f"({chars[0]:,}-{chars[1]:,} characters, each pool's {parameters['length_trim']:g}-"
+            f"{1 - parameters['length_trim']:g} quantiles intersected; " if chars else f"| length matching | `{mode}`: (")
+    text += (f"then {report.length_range[0]:,}-{report.length_range[1]:,} tokens), "
+             if report.length_range else "no token range), ")
+    text += f"{removed.get('enriched', 0):,} enriched and {removed.get('minimized', 0):,} minimized candidates removed; "
+    if mode == "common" and report.length_weights:
+        text += "both sets filled to the per-bin token shares both pools can supply " \
+                f"({', '.join(f'{w:.2f}' for w in report.length_weights)}); "
+    return text + strata + " |"
+
+
+def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: RewriteOptions | None) -> str:
+    """`curate cpt` with every option this build used (tags by absolute path, as the card records them)."""
+    import shlex
+
+    from curate.data_cards.cards import cleaning_options
+
+    selection = parameters["selection"]
+    parts = ["curate", "cpt", "--tags", parameters["tags"], "--texts", spec.path, "--tokens", str(parameters["budget"]),
+             "--tokenizer", parameters["tokenizer"], "--output", str(output),
+             "--behaviors", ",".join(selection["behaviors"]), "--min-behaviors", str(selection["min_behaviors"]),
+             "--min-count", str(selection["min_count"]), "--seed", str(selection["seed"]),
+             "--tolerance", str(parameters["tolerance"]), "--length-bins", str(parameters["length_bins"]),
+             "--length-match", parameters["length_match"], "--length-trim", str(parameters["length_trim"]),
+             "--oversample", str(parameters["oversample"]), "--text-key", spec.text_key, "--id-key", spec.id_key,
+             "--pack-length", str(parameters["pack_length"]), "--pack-format", parameters["pack_format"],
+             "--license", parameters["license"]]
+    if spec.is_hub:
+        parts += ["--split", spec.split]
+    if parameters["domain_key"]:
+        parts += ["--domain-key", parameters["domain_key"]]
+    if rewrite is not None:
+        parts += ["--rewrite", "--model", rewrite.model, "--backend", rewrite.backend,
+                  "--max-doc-tokens", str(rewrite.max_doc_tokens), "--max-new-tokens", str(rewrite.max_new_tokens)]
+        parts += ["--endpoint-url", rewrite.endpoint_url] if rewrite.endpoint_url else []
+    return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
+
+
+CPT_FIELDS = [
+    ("`id`", "string", "document id in the corpus"),
+    ("`text`", "string", "the document, unchanged"),
+    ("`n_tokens`", "int64", "tokens of `text` under the named tokenizer, no special tokens"),
+    ("`n_chars`", "int64", "characters of `text`"),
+    ("`domain`", "string, nullable", "the stratum the length matching balanced on (null without a domain key)"),
+    ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32",
+     "how many sentences the classifier found showing each behavior"),
+    ("`classifier`, `model`, `prompt_version`", "string", "what produced the counts (model and prompt: LLM classifiers)"),
+    ("`error`", "string", "always null here: documents the classifier could not label are in neither set"),
+]
+REWRITE_FIELDS = [
+    ("`id`", "string", "the source document's id"),
+    ("`question`, `thoughts`, `answer`", "string", "the three parts of the rewrite"),
+    ("`completion`", "string", "`thoughts` and `answer` in the SFT completion format"),
+    ("`text`", "string", "question, thoughts and answer as one CPT document"),
+    ("`n_tokens`", "int64", "tokens of `text` under the named tokenizer"),
+    ("`source_variant`", "string", "`enriched` or `minimized`"),
+    ("`model`, `prompt_version`", "string", "who rewrote it, with which prompts"),
+    ("`truncated_source`", "bool", "the source was cut to the model's document budget before rewriting"),
+]
+CPT_LOAD = 'from datasets import load_dataset\nds = load_dataset("parquet", data_files={"train": "data/train-*.parquet"})'
+
+
+def _matching_table(parameters: dict, report: MatchReport) -> str:
+    pools = parameters["pools"]
+    short = report.strata_short
+    return "\n".join([
+        "| measure | value |", "|---|---|",
+        _length_matching_row(parameters, report),
+        f"| two-sample KS statistic (token lengths, enriched vs minimized) | {report.ks_statistic:.4f} |",
+        (f"| domain x length strata the minimized pool could not fill (filled from the same length bin) | "
+         f"{len(short)} of {report.strata}{': ' + ', '.join(short[:8]) if short else ''}{' ...' if len(short) > 8 else ''} |"),
+        (f"| candidates (enriched / minimized / neither / ambiguous ids) | {pools.get('enriched', 0):,} / "
+         f"{pools.get('minimized', 0):,} / {pools.get('neither', 0):,} / {pools.get('ambiguous_ids', 0):,} |"),
+        (f"| enriched / minimized | {report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens / "
+         f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens |"),
+    ])
+
+
+def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchReport, tags: Path,
+                   rejects: dict[str, int]) -> None:
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import (
+        rejects_table,
+        render_card,
+        save_card,
+        size_category,
+        split_configs,
+        stats_table,
+    )
+
+    data = output / "data"
+    files = parquet_files(data)
+    selection = parameters["selection"]
+    with duckdb.connect() as connection:
+        documents, tokens, characters = connection.sql(
+            "SELECT count(*), coalesce(sum(n_tokens), 0), coalesce(sum(n_chars), 0) FROM read_parquet($f)", params={"f": files}
+        ).fetchall()[0]
+        histogram = _length_histogram(connection, files)
+        domains = connection.sql("SELECT coalesce(domain, '-'), count(*), sum(n_tokens) FROM read_parquet($f) GROUP BY 1 "
+                                 "ORDER BY 3 DESC", params={"f": files}).fetchall()
+    plot = _plot_lengths(output, {v: output.parent / v / "data" for v in VARIANTS}, parameters["tokenizer"])
+    rule = (f"at least {selection['min_behaviors']} of {', '.join(selection['behaviors'])}, each counted at least "
+            f"{selection['min_count']} time(s)" if variant == "enriched" else f"none of {', '.join(selection['behaviors'])}")
+    card_data = DatasetCardData(
+        license=parameters["license"], language=["en"], task_categories=["text-generation"],
+        size_categories=[size_category(documents)], pretty_name=f"curate CPT: behavior-{variant}",
+        tags=["reasoning", "cognitive-behaviors", "curate", "continued-pretraining", variant],
+        configs=split_configs(["train"]),
+    )
+    partner = "minimized" if variant == "enriched" else "enriched"
+    partner_tokens = report.minimized_tokens if variant == "enriched" else report.enriched_tokens
+    card = render_card(
+        card_data,
+        summary=f"{documents:,} documents, {tokens:,} tokens ({Path(parameters['tokenizer']).name} tokenizer, no special "
+                f"tokens), {characters:,} characters: documents with {rule}. The matched `{partner}` set has "
+                f"{partner_tokens:,} tokens.",
+        method=f"Documents tagged by `{parameters['classifier']}` were split by a DuckDB query into behavior-enriched and "
+               "behavior-minimized candidate pools (seeded random order, no id in both), counted in tokens, and drawn "
+               "into two sets at one token budget with matched length distributions.",
+        parameters=[("corpus", parameters["texts"]), ("text key", parameters["text_key"]), ("tags", parameters["tags"]),
+                    ("classifier", parameters["classifier"]), ("rule", selection[f"{variant}_rule"]),
+                    ("seed", f"{selection['seed']} (documents drawn in md5(id:seed) order, not corpus order)"),
+                    ("token budget", f"{report.budget:,} (tolerance {100 * report.tolerance:g} %)"),
+                    ("tokenizer", parameters["tokenizer"]), ("length match", parameters["length_match"]),
+                    ("length trim", parameters["length_trim"]), ("length bins", parameters["length_bins"]),
+                    ("domain key", parameters["domain_key"]), ("oversample", parameters["oversample"]),
+                    ("dedup / decontam", f"{parameters['dedup']} / {parameters['decontam'] or 'no'}")],
+        command=parameters["command"],
+        sections=[
+            ("Matching", _matching_table(parameters, report)),
+            ("Length distribution", "| tokens per document | documents | tokens |\n|---|---|---|\n"
+             + "\n".join(f"| {b} | {n:,} | {t:,} |" for b, n, t in histogram)),
+            ("Domain mix", "| domain | documents | tokens |\n|---|---|---|\n"
+             + "\n".join(f"| {d} | {n:,} | {t:,} |" for d, n, t in domains)),
+            ("Behavior prevalence", (f"After selection:\n\n{stats_table(behavior_stats(data))}\n\n"
+             f"Before selection (all tagged documents):\n\n{stats_table(behavior_stats(tags))}")),
+            ("Rejected records", rejects_table(rejects)),
+        ],
+        plots=[("token lengths of both sets", plot)],
+        fields=CPT_FIELDS,
+        load=CPT_LOAD,
+        limitations="Counts come from an automatic classifier and carry its errors. Length matching is by strata, so the "
+                    "two distributions agree up to the KS statistic above, not exactly. With `common` or `range` length "
+                    "matching, documents outside the two pools' common length range (counted above) are in neither set: "
+                    "the enriched set then under-represents the longest behavior-rich documents, by design, so that "
+                    "length does not confound the comparison.",
+    )
+    save_card(card, output)
+
+
+def write_rewrite_card(output: Path, variant: str, result: RewriteResult, options: RewriteOptions, parameters: dict) -> None:
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import (
+        render_card,
+        save_card,
+        size_category,
+        split_configs,
+    )
+
+    kept, dropped = result.kept[variant], result.dropped[variant]
+    card_data = DatasetCardData(
+        license=parameters["license"], language=["en"], task_categories=["text-generation"],
+        size_categories=[size_category(kept)], pretty_name=f"curate CPT: {variant}, rewritten as question / thoughts / answer",
+        tags=["reasoning", "curate", "continued-pretraining", variant, "rewrite"], configs=split_configs(["train"]),
+    )
+    style = ("first-person thoughts that keep the author's checks, dead ends and subgoals" if variant == "enriched"
+             else "plain numbered steps")
+    card = render_card(
+        card_data,
+        summary=f"{kept:,} documents of `../{variant}` rewritten as question / thoughts / answer, "
+                f"{result.tokens[variant]:,} tokens of `text` ({Path(parameters['tokenizer']).name} tokenizer).",
+        method=f"Each document was rewritten by `{options.model}` ({options.backend}) with prompt `{result.prompt_version}` "
+               f"(thoughts: {style}) at temperature 0; every row keeps its source `id`.",
+        parameters=[("model", options.model), ("backend", options.backend), ("prompt version", result.prompt_version),
+                    ("max doc tokens", options.max_doc_tokens), ("max new tokens", options.max_new_tokens),
+                    ("tokenizer", parameters["tokenizer"]), ("source", f"../{variant}")],
+        command=parameters["command"],
+        sections=[("Dropped rewrites", f"{sum(dropped.values()):,} dropped (kept with the raw model output in "
+                   "`rejects/rewrite.jsonl`):\n\n| reason | rows |\n|---|---|\n"
+                   + ("\n".join(f"| {k} | {v:,} |" for k, v in dropped.items()) or "| (none) | 0 |"))],
+        fields=REWRITE_FIELDS,
+        load=CPT_LOAD,
+        limitations=f"Documents were cut to {options.max_doc_tokens:,} model tokens at a line break before rewriting, and "
+                    f"generation was limited to {options.max_new_tokens:,} tokens. Token totals of the two rewritten sets "
+                    "are not re-matched. The rewriting model may drop or invent steps; nothing checks the rewrite against "
+                    "its source beyond its form.",
+    )
+    save_card(card, output)
+
+
+# --------------------------------------------------------------------------------------------- #
+# The job
+# --------------------------------------------------------------------------------------------- #
+@dataclass
+class CPTResult:
+    output: Path
+    report: MatchReport
+    pools: dict
+    rewrite: RewriteResult | None = None
+    exports: dict = field(default_factory=dict)
+    rejects: dict = field(default_factory=dict)
+
+
+def run_cpt(
+    tags: str | Path,
+    spec: InputSpec,
+    tokens: int | str,
+    tokenizer: str,
+    output: str | Path,
+    selection: CPTSelection | None = None,
+    tolerance: float = 0.01,
+    length_bins: int = 10,
+    domain_key: str | None = None,
+    oversample: float = 2.0,
+    length_match: str = "common",
+    length_trim: float = 0.025,
+    dedup: bool = False,
+    decontam: str | None = None,
+    benchmarks_dir: str | Path | None = None,
+    rewrite: RewriteOptions | None = None,
+    pack_length: int = 4096,
+    pack_format: str = "parquet",
+    export: bool = True,
+    tasks: int = 1,
+    workers: int = 1,
+    progress: bool = True,
+    license: str = "other",
+    executor: ExecutorOptions | None = None,
+) -> CPTResult:
+    """Builds both sets. On Slurm the corpus pass (and, with `rewrite`, the rewrite) is submitted and JobSubmitted
+    is raised; the same call once the job is done continues from the finished job."""
+    selection = selection or CPTSelection()
+    budget = parse_token_count(tokens)
+    output, tags = Path(output), Path(tags)
+    load_tokenizer(tokenizer)  # a wrong path fails here, not inside a worker
+    if oversample < 1:
+        raise CPTError("--oversample must be at least 1")
+    if length_match not in LENGTH_MATCH_MODES:
+        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {length_match!r}")
+    if not 0 <= length_trim < 0.5:
+        raise CPTError("--length-trim must be at least 0 and below 0.5")
+    state = output / STATE
+    state.mkdir(parents=True, exist_ok=True)
+    cleaned = state / "pool_clean"
+    for old in [*(output / v for v in VARIANTS), output / "rejects", output / "exports", cleaned]:
+        shutil.rmtree(old, ignore_errors=True)
+
+    # Absolute: Ray and Slurm workers need not share this process's working directory.
+    pool_dir = state.resolve() / "pool"
+    trim = length_trim if length_match != "none" else None
+    files = tag_files(tags)
+    tag_rejects = tags / "rejects"
+    resumed = resumable_stage(pool_dir, {
+        "tags": [[f, Path(f).stat().st_size, Path(f).stat().st_mtime_ns] for f in files],
+        "tag_rejects": input_signature(InputSpec(str(tag_rejects))) if tag_rejects.is_dir() else None,
+        "texts": input_signature(spec), "text_key": spec.text_key, "id_key": spec.id_key,
+        "selection": selection.describe(), "budget": budget, "oversample": oversample, "domain_key": domain_key,
+        "length_trim": trim, "tokenizer": tokenizer, "tasks": tasks,
+    })
+    pools_path, pools_summary = pool_dir / "pools.parquet", pool_dir / "pools.json"
+    kept_copies_path = pool_dir / "kept_copies.parquet"
+    if not (resumed and pools_summary.exists()):
+        # The quantile trim is applied once, on characters over every candidate; the token stage below only clips
+        # both pools to their exact common token range (trim 0), so the tails are not trimmed twice.
+        counts = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key, trim)
+        write_kept_copies(files, tag_rejects, kept_copies_path)
+        pools_summary.with_name(pools_summary.name + PARTIAL).write_text(json.dumps(counts))
+        os.replace(pools_summary.with_name(pools_summary.name + PARTIAL), pools_summary)
+    pools = json.loads(pools_summary.read_text())  # read back in either case: a rerun sees the same types
+    run_stages([Stage("curate-cpt-pool", [
+        make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)), SplitRejects(str(pool_dir / "rejects")),
+        KeepSelected(str(pools_path)), CountTokens(tokenizer, domain_key), PoolWriter(str(pool_dir / "data")),
+    ], tasks, pool_dir / "logs")], replace(executor or LOCAL, gpus_per_task=0), workers)  # counting needs no GPU
+    if not parquet_files(pool_dir / "data"):
+        raise CPTError(f"none of the {sum(pools['read_into_pool'].values()):,} candidate ids were found in {spec.path}; "
+                       "are the tags from this corpus (and --id-key right)?")
+    (output / "rejects").mkdir(parents=True, exist_ok=True)
+    for unreadable in sorted((pool_dir / "rejects").glob("*.jsonl")):
+        shutil.copyfile(unreadable, output / "rejects" / unreadable.name)
+    # Cleaned into a folder of their own: the pool stays as the corpus pass wrote it, for the next rerun.
+    pool = pool_dir
+    if dedup:
+        from curate.pipelines.dedup import dedup as dedup_pool
+
+        dedup_pool(pool, cleaned, text_key="text", tasks=tasks, workers=workers, progress=progress)
+        pool = cleaned
+    if decontam:
+        from curate.pipelines.decontam import decontaminate
+
+        decontaminate(pool, cleaned, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
+                      workers=workers, progress=progress)
+        pool = cleaned
+    for moved in sorted((cleaned / "rejects").glob("*.jsonl")) if (cleaned / "rejects").is_dir() else []:
+        shutil.move(str(moved), output / "rejects" / moved.name)
+
+    pool_files = parquet_files(pool / "data")
+    with duckdb.connect() as connection:
+        rows = connection.sql("SELECT id, pool, n_tokens, domain FROM read_parquet($f) ORDER BY draw",
+                              params={"f": pool_files}).fetchall()
+    candidates = {v: [Candidate(i, n, d) for i, p, n, d in rows if p == v] for v in VARIANTS}
+    ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance, length_bins,
+                                       length_match=length_match, length_trim=0.0)
+    if set(ids_e) & set(ids_m):
+        raise AssertionError("a document was selected into both sets")  # excluded by construction; never write such a pair
+
+    parameters = {
+        "tags": str(tags.resolve()), "classifier": pools["classifier"], "texts": spec.path, "text_key": spec.text_key,
+        "tokenizer": tokenizer, "selection": selection.describe(), "budget": budget, "tolerance": tolerance,
+        "length_bins": length_bins, "domain_key": domain_key, "domain_column": pools["domain_column"],
+        "oversample": oversample, "length_match": length_match, "length_trim": length_trim,
+        "length_removed": length_removed(pools, report), "dedup": dedup, "decontam": decontam,
+        "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "pools": pools, "license": license,
+        "pack_length": pack_length, "pack_format": pack_format,
+    }
+    parameters["command"] = reproduce_command(parameters, spec, output, rewrite)
+    with duckdb.connect() as connection:
+        for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
+            destination = output / variant / "data" / "train-00000.parquet"
+            destination.parent.mkdir(parents=True)
+            connection.register("chosen", pa.table({"id": ids}))
+            connection.execute(
+                f"COPY (SELECT p.* EXCLUDE (pool, draw), NULL::VARCHAR AS error FROM read_parquet($f) p "
+                f"JOIN chosen USING (id) ORDER BY p.draw) TO '{destination}{PARTIAL}' (FORMAT parquet)", {"f": pool_files})
+            connection.unregister("chosen")
+            os.replace(f"{destination}{PARTIAL}", destination)
+    rejects = count_rejects(output / "rejects")
+    for variant in VARIANTS:
+        write_cpt_card(output / variant, variant, parameters, report, tags, rejects)
+    result = CPTResult(output=output, report=report, pools=pools, rejects=rejects)
+
+    datasets = list(VARIANTS)
+    if rewrite is not None:
+        result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress,
+                                     executor=executor)
+        for variant in VARIANTS:
+            write_rewrite_card(output / f"{variant}_rewrite", variant, result.rewrite, rewrite, parameters)
+        datasets += [f"{v}_rewrite" for v in VARIANTS]
+    if export:
+        for name in datasets:
+            if parquet_files(output / name / "data"):
+                result.exports[name] = export_dataset(output / name, output / "exports" / name, tokenizer, pack_length,
+                                                      pack_format, progress)
+    summary = {"parameters": parameters, "match": asdict(report), "rejects": rejects, "exports": result.exports,
+               "rewrite": asdict(result.rewrite) if result.rewrite else None}
+    (state / "cpt.json.partial").write_text(json.dumps(summary, indent=2, default=str))
+    os.replace(state / "cpt.json.partial", state / "cpt.json")
+    return result

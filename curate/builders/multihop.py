@@ -1,0 +1,663 @@
+"""Multi-hop builder: chain GSM8K-style problems so that hop k's answer feeds hop k+1.
+
+Each source problem's solution is parsed into an executable expression graph (`arith`); problems
+whose graph does not reproduce their `#### N` answer are set aside with the reason. A link puts the
+previous hop's answer in place of one number of the next problem (written once in its text, feeding
+its answer), re-executes the next problem's graph with that value, and is accepted only when every
+intermediate value keeps its sign, stays whole where it was whole, and stays within `max_ratio` of
+its original magnitude. Every rejected link is written with its reason.
+
+Three ablation sets come from the same chains, hence the same source problems:
+    full    one row per chain of k hops
+    half    each chain cut into a first segment of ceil(k/2) hops and a second of the rest; the second
+            starts from its first hop with the chained value written in as a number, so both
+            segments keep exactly the full chain's answers
+    single  the k source problems of each chain, unchanged, with their original answers
+
+Output layout:
+    OUT/data/{full,half,single}-00000.parquet   RL-ready rows (id, question, answer, data_source, ability, hops, ...)
+    OUT/README.md                               card: hop-count distribution, acceptance rate, rejection reasons
+    OUT/rejects/sources.jsonl                   problems that could not be used, with the reason
+    OUT/rejects/links.jsonl                     every rejected link, with the reason
+    OUT/rejects/chains.jsonl                    chain attempts abandoned for want of a valid link
+    OUT/.curate/parameters.json, stats.json     bookkeeping
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import random
+import re
+import shlex
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from curate.builders.arith import ExpressionError, Solution, UnexecutableSolution, format_number, parse_number, parse_solution
+from curate.pipelines.readers import REJECT_REASON, InputSpec, is_reject, make_reader
+
+DATA_SOURCE = "curate/multihop"
+ABILITY = "math"
+STATE = ".curate"
+SETS = ("full", "half", "single")
+MAX_HOPS = 8
+REFERENCE = re.compile(r"\bX\d+\b")
+
+HOP_TYPE = pa.struct([
+    ("source_id", pa.string()),
+    ("question", pa.string()),
+    ("answer", pa.string()),
+    ("replaced", pa.string()),
+    ("substituted_value", pa.string()),
+])
+SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("chain_id", pa.string()),
+    ("question", pa.string()),
+    ("answer", pa.string()),
+    ("data_source", pa.string()),
+    ("ability", pa.string()),
+    ("n_hops", pa.int32()),
+    ("hops", pa.list_(HOP_TYPE)),
+])
+
+
+@dataclass
+class SourceProblem:
+    id: str
+    question: str
+    answer: str
+    solution: Solution
+    slots: list[int]  # givens that may take a previous answer
+
+
+@dataclass
+class Hop:
+    problem: SourceProblem
+    given: int | None  # index of the replaced given; None for a chain's first hop
+    value: Fraction | None  # the previous hop's answer put in its place
+    answer: Fraction
+
+
+@dataclass
+class MultihopStats:
+    sources_read: int = 0
+    sources_executable: int = 0
+    sources_with_slots: int = 0
+    source_rejects: Counter = field(default_factory=Counter)
+    link_proposals: int = 0
+    links_accepted: int = 0
+    link_rejects: Counter = field(default_factory=Counter)
+    chain_attempts: int = 0
+    chain_rejects: Counter = field(default_factory=Counter)
+    hop_counts: Counter = field(default_factory=Counter)
+    rows: dict = field(default_factory=dict)
+    distinct_sources: int = 0
+    max_source_uses: int = 0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.links_accepted / self.link_proposals if self.link_proposals else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "sources_read": self.sources_read,
+            "sources_executable": self.sources_executable,
+            "sources_with_slots": self.sources_with_slots,
+            "source_rejects": dict(self.source_rejects.most_common()),
+            "link_proposals": self.link_proposals,
+            "links_accepted": self.links_accepted,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "link_rejects": dict(self.link_rejects.most_common()),
+            "chain_attempts": self.chain_attempts,
+            "chain_rejects": dict(self.chain_rejects.most_common()),
+            "hop_counts": {str(k): v for k, v in sorted(self.hop_counts.items())},
+            "rows": self.rows,
+            "distinct_sources": self.distinct_sources,
+            "max_source_uses": self.max_source_uses,
+        }
+
+
+@dataclass
+class MultihopResult:
+    output: Path
+    stats: MultihopStats
+    parameters: dict
+
+
+def parse_hop_range(text: str) -> tuple[int, int]:
+    """'3' -> (3, 3); '2-4' -> (2, 4). Chains need at least 2 hops."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if not match:
+        raise ValueError(f"--hops {text!r}: expected a number of hops or a range such as 2-4")
+    low = int(match.group(1))
+    high = int(match.group(2) or low)
+    if not 2 <= low <= high <= MAX_HOPS:
+        raise ValueError(f"--hops {text!r}: need 2 <= low <= high <= {MAX_HOPS}")
+    return low, high
+
+
+def load_sources(
+    spec: InputSpec, answer_key: str = "answer", progress: bool = True, rejects: list[dict] | None = None,
+    excluded: dict[str, tuple[str, str]] | None = None,
+) -> tuple[list[SourceProblem], MultihopStats]:
+    """Read problems and keep those whose solution re-executes to its answer. Everything else is
+    appended to `rejects` with its reason, as are the ids in `excluded` (id -> (reason, detail)). The pool
+    stays in memory: chaining draws from all of it at random, and a parsed problem is a few hundred bytes."""
+    excluded = excluded or {}
+    stats = MultihopStats()
+    problems: list[SourceProblem] = []
+    rejects = rejects if rejects is not None else []
+
+    def reject(reason: str, detail: str, doc_id: str, question: str) -> None:
+        stats.source_rejects[reason] += 1
+        rejects.append({"reason": reason, "detail": detail, "id": doc_id, "question": question})
+
+    for document in make_reader(spec, progress=progress).run():
+        stats.sources_read += 1
+        if is_reject(document):
+            reason = document.metadata[REJECT_REASON]
+            reject(reason.split(":")[0], reason, document.id, document.text)
+            continue
+        solution_text = document.metadata.get(answer_key)
+        if not isinstance(solution_text, str) or not solution_text.strip():
+            reject("missing_solution", f"no text field {answer_key!r} with the worked solution", document.id, document.text)
+            continue
+        if document.id in excluded:
+            reject(*excluded[document.id], document.id, document.text)
+            continue
+        if REFERENCE.search(document.text):
+            reject("uses_reference_names", "the text already contains a name such as X1", document.id, document.text)
+            continue
+        try:
+            solution = parse_solution(document.text, solution_text)
+        except UnexecutableSolution as error:
+            reject(error.reason, error.detail, document.id, document.text)
+            continue
+        stats.sources_executable += 1
+        answer = format_number(solution.answer)
+        slots = solution.substitutable_givens()
+        stats.sources_with_slots += bool(slots)
+        problems.append(SourceProblem(document.id, document.text, answer, solution, slots))
+    return problems, stats
+
+
+def check_link(problem: SourceProblem, given: int, value: Fraction, max_ratio: float) -> tuple[str | None, Fraction | None]:
+    """Put `value` in place of given `given` and re-execute. Returns (reason, None) when the link is
+    invalid, else (None, the new answer)."""
+    solution = problem.solution
+    original = solution.givens[given].value
+    if value <= 0:
+        return "substitute_not_positive", None
+    if original.denominator == 1 and value.denominator != 1:
+        return "substitute_not_whole", None
+    if not 1 / max_ratio <= value / original <= max_ratio:
+        return "substitute_out_of_range", None
+    try:
+        values = solution.execute({given: value})
+    except ExpressionError:
+        return "division_by_zero", None
+    for old, new in zip(solution.values, values):
+        if (old > 0) != (new > 0) or (old < 0) != (new < 0):
+            return "intermediate_sign_changed", None
+        if old.denominator == 1 and new.denominator != 1:
+            return "intermediate_not_whole", None
+        if old != 0 and not 1 / max_ratio <= abs(new / old) <= max_ratio:
+            return "intermediate_out_of_range", None
+    answer = values[solution.answer_step]
+    if format_number(answer) is None:
+        return "answer_not_terminating_decimal", None
+    return None, answer
+
+
+class ChainBuilder:
+    """Draws chains at random; a link's candidates are the givens within `max_ratio` of the previous
+    answer (found by bisection over all givens sorted by value), tried in random order."""
+
+    def __init__(self, problems: list[SourceProblem], seed: int = 0, max_ratio: float = 10.0, tries_per_link: int = 64):
+        if max_ratio <= 1:
+            raise ValueError("max_ratio must be greater than 1")
+        self.problems = problems
+        self.rng = random.Random(seed)
+        self.max_ratio = max_ratio
+        self.tries_per_link = tries_per_link
+        slots = sorted(
+            (float(p.solution.givens[g].value), i, g) for i, p in enumerate(problems) for g in p.slots
+        )
+        self.slot_values = [value for value, _, _ in slots]
+        self.slot_refs = [(i, g) for _, i, g in slots]
+        starts = [i for i, p in enumerate(problems) if p.solution.answer > 0]
+        self.rng.shuffle(starts)
+        self.starts = starts
+        self.next_start = 0
+
+    def _first_hop(self) -> Hop:
+        # Cycle through a shuffled order so that first hops spread over the whole pool.
+        problem = self.problems[self.starts[self.next_start % len(self.starts)]]
+        self.next_start += 1
+        return Hop(problem, None, None, problem.solution.answer)
+
+    def _link(self, previous: Hop, used: set[str], attempt: int, stats: MultihopStats, link_rejects) -> Hop | str:
+        value = previous.answer
+        low = bisect.bisect_left(self.slot_values, float(value) / self.max_ratio)
+        high = bisect.bisect_right(self.slot_values, float(value) * self.max_ratio)
+        if low >= high:
+            return "no_given_in_range"
+        proposals = 0
+        for _ in range(self.tries_per_link * 4):
+            if proposals >= self.tries_per_link:
+                break
+            problem_index, given = self.slot_refs[self.rng.randrange(low, high)]
+            problem = self.problems[problem_index]
+            if problem.id in used:
+                continue
+            proposals += 1
+            stats.link_proposals += 1
+            reason, answer = check_link(problem, given, value, self.max_ratio)
+            if reason is None:
+                stats.links_accepted += 1
+                return Hop(problem, given, value, answer)
+            stats.link_rejects[reason] += 1
+            link_rejects.write(json.dumps({
+                "reason": reason, "chain_attempt": attempt, "from_source_id": previous.problem.id,
+                "to_source_id": problem.id, "replaced": problem.solution.givens[given].text,
+                "substituted_value": format_number(value),
+            }) + "\n")
+        return "no_valid_link" if proposals else "only_used_sources_in_range"
+
+    def build(self, n: int, hops: tuple[int, int], stats: MultihopStats, link_rejects, chain_rejects,
+              progress: bool = True, max_attempts: int | None = None) -> list[list[Hop]]:
+        if not self.starts:
+            raise ValueError("no usable source problem with a positive answer")
+        if not self.slot_values:
+            raise ValueError("no source problem has a number that a previous answer could replace")
+        max_attempts = max_attempts or 10 * n + 100
+        chains: list[list[Hop]] = []
+        with tqdm(total=n, desc="chains", unit="chain", disable=not progress) as bar:
+            while len(chains) < n and stats.chain_attempts < max_attempts:
+                attempt = stats.chain_attempts
+                stats.chain_attempts += 1
+                k = self.rng.randint(*hops)
+                chain = [self._first_hop()]
+                used = {chain[0].problem.id}
+                while len(chain) < k:
+                    hop = self._link(chain[-1], used, attempt, stats, link_rejects)
+                    if isinstance(hop, str):
+                        stats.chain_rejects[hop] += 1
+                        chain_rejects.write(json.dumps({
+                            "reason": hop, "chain_attempt": attempt, "n_hops_wanted": k,
+                            "source_ids": [h.problem.id for h in chain],
+                            "last_answer": format_number(chain[-1].answer),
+                        }) + "\n")
+                        break
+                    chain.append(hop)
+                    used.add(hop.problem.id)
+                else:
+                    chains.append(chain)
+                    stats.hop_counts[k] += 1
+                    bar.update()
+        return chains
+
+
+def hop_text(hop: Hop, position: int) -> str:
+    """The hop's problem text: the replaced number becomes X<position> (the previous hop's answer),
+    or, at the start of a segment, that answer written as a number."""
+    if hop.given is None:
+        return hop.problem.question
+    given = hop.problem.solution.givens[hop.given]
+    stand_in = format_number(hop.value) if position == 0 else f"X{position}"
+    return hop.problem.question[:given.start] + stand_in + hop.problem.question[given.end:]
+
+
+def compose(texts: list[str]) -> str:
+    if len(texts) == 1:
+        return texts[0]
+    k = len(texts)
+    parts = [f"Solve these {k} problems in order. Each one uses the answer to the one before it."]
+    for position, text in enumerate(texts, start=1):
+        parts.append(f"Problem {position}: {text.strip()}")
+        if position < k:
+            parts[-1] += f"\nLet X{position} be the answer to Problem {position}."
+    parts.append(f"What is the answer to Problem {k}?")
+    return "\n\n".join(parts)
+
+
+def render(row_id: str, chain_id: str, hops: list[Hop]) -> dict:
+    texts = [hop_text(hop, position) for position, hop in enumerate(hops)]
+    return {
+        "id": row_id,
+        "chain_id": chain_id,
+        "question": compose(texts),
+        "answer": format_number(hops[-1].answer),
+        "data_source": DATA_SOURCE,
+        "ability": ABILITY,
+        "n_hops": len(hops),
+        "hops": [
+            {
+                "source_id": hop.problem.id,
+                "question": text,
+                "answer": format_number(hop.answer),
+                "replaced": None if hop.given is None else hop.problem.solution.givens[hop.given].text,
+                "substituted_value": None if hop.value is None else format_number(hop.value),
+            }
+            for hop, text in zip(hops, texts)
+        ],
+    }
+
+
+def ablation_rows(chain_id: str, chain: list[Hop]) -> dict[str, list[dict]]:
+    cut = math.ceil(len(chain) / 2)
+    return {
+        "full": [render(chain_id, chain_id, chain)],
+        "half": [render(f"{chain_id}-h{i}", chain_id, segment) for i, segment in enumerate((chain[:cut], chain[cut:]))],
+        "single": [
+            render(f"{chain_id}-s{i}", chain_id, [Hop(hop.problem, None, None, hop.problem.solution.answer)])
+            for i, hop in enumerate(chain)
+        ],
+    }
+
+
+class ChainMismatch(AssertionError):
+    """A stored chain that does not re-execute to its stored answers."""
+
+
+def reexecute(row: dict, sources: dict[str, SourceProblem]) -> str:
+    """Recompute a row's answer from its stored hops alone (source problem, replaced text, substituted
+    value), checking each hop's stored answer and that each hop takes the previous hop's answer.
+    Returns the recomputed final answer; raises ChainMismatch where anything disagrees."""
+    previous: str | None = None
+    for position, hop in enumerate(row["hops"]):
+        problem = sources[hop["source_id"]]
+        if hop["replaced"] is None:
+            values = problem.solution.values
+        else:
+            matches = [i for i, g in enumerate(problem.solution.givens) if g.text == hop["replaced"]]
+            if len(matches) != 1:
+                raise ChainMismatch(f"{row['id']} hop {position}: {hop['replaced']!r} is not written once in the source")
+            if position > 0 and hop["substituted_value"] != previous:
+                raise ChainMismatch(f"{row['id']} hop {position}: takes {hop['substituted_value']}, previous answer {previous}")
+            values = problem.solution.execute({matches[0]: parse_number(hop["substituted_value"])})
+        answer = format_number(values[problem.solution.answer_step])
+        if answer != hop["answer"]:
+            raise ChainMismatch(f"{row['id']} hop {position}: re-executes to {answer}, stored {hop['answer']}")
+        previous = answer
+    if previous != row["answer"]:
+        raise ChainMismatch(f"{row['id']}: last hop gives {previous}, row answer {row['answer']}")
+    return previous
+
+
+class _AtomicText:
+    """A text file written under a temporary name and renamed once complete."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = self.partial.open("w", encoding="utf-8")
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb):
+        self.file.close()
+        if exc_type is None:
+            self.partial.replace(self.path)
+        else:
+            self.partial.unlink(missing_ok=True)
+
+
+def _write_parquet(rows: list[dict], path: Path) -> None:
+    partial = path.with_name(path.name + ".partial")
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), partial)
+    partial.replace(path)
+
+
+def run_multihop(
+    spec: InputSpec,
+    output: str | Path,
+    n: int = 5000,
+    hops: tuple[int, int] = (2, 4),
+    seed: int = 0,
+    max_ratio: float = 10.0,
+    tries_per_link: int = 64,
+    answer_key: str = "answer",
+    progress: bool = True,
+    license: str = "mit",
+    dedup: bool = False,
+    decontam: str | None = None,
+    benchmarks_dir: str | Path | None = None,
+) -> MultihopResult:
+    """Builds the chains. `dedup` / `decontam` (benchmarks as `curate decontam --against`) clean the source
+    problems before chaining, so that the full, half and single sets stay built from the same problems."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    output = Path(output)
+    (output / STATE).mkdir(parents=True, exist_ok=True)
+    parameters = {
+        **spec.fingerprint(), "split": spec.split, "answer_key": answer_key, "n": n, "hops": f"{hops[0]}-{hops[1]}",
+        "seed": seed, "max_ratio": max_ratio, "tries_per_link": tries_per_link, "dedup": dedup, "decontam": decontam,
+        "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "license": license,
+    }
+    excluded, sections = clean_sources(spec, output, answer_key, dedup, decontam, benchmarks_dir, progress)
+    source_rejects: list[dict] = []
+    problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, rejects=source_rejects,
+                                   excluded=excluded)
+    with _AtomicText(output / "rejects" / "sources.jsonl") as f:
+        for record in source_rejects:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if not problems:
+        raise ValueError(f"no usable source problem in {spec.path} ({dict(stats.source_rejects)})")
+
+    builder = ChainBuilder(problems, seed=seed, max_ratio=max_ratio, tries_per_link=tries_per_link)
+    with _AtomicText(output / "rejects" / "links.jsonl") as links, _AtomicText(output / "rejects" / "chains.jsonl") as failed:
+        chains = builder.build(n, hops, stats, links, failed, progress=progress)
+
+    sets: dict[str, list[dict]] = {name: [] for name in SETS}
+    sources = {p.id: p for p in problems}
+    uses: Counter = Counter()
+    prefix = f"multihop-s{seed}-"
+    for index, chain in enumerate(chains):
+        for name, rows in ablation_rows(f"{prefix}{index:06d}", chain).items():
+            sets[name].extend(rows)
+        uses.update(hop.problem.id for hop in chain)
+    # Every row must be reproducible from its stored hops: a chain that is not would be a wrong reward.
+    for rows in sets.values():
+        for row in rows:
+            reexecute(row, sources)
+    data = output / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for name, rows in sets.items():
+        _write_parquet(rows, data / f"{name}-00000.parquet")
+    stats.rows = {name: len(rows) for name, rows in sets.items()}
+    stats.distinct_sources = len(uses)
+    stats.max_source_uses = max(uses.values(), default=0)
+
+    (output / STATE / "parameters.json").write_text(json.dumps(parameters, indent=2))
+    (output / STATE / "stats.json").write_text(json.dumps(stats.to_dict(), indent=2))
+    write_card(output, parameters, stats, sections)
+    return MultihopResult(output=output, stats=stats, parameters=parameters)
+
+
+SOURCES_NOTE = ("Applied to the source problems before chaining (a removed problem is in `rejects/sources.jsonl` "
+                "with reason `{reason}`, details below), so the full, half and single sets stay built from the same problems.")
+
+
+def clean_sources(
+    spec: InputSpec, output: Path, answer_key: str, dedup: bool, decontam: str | None,
+    benchmarks_dir: str | Path | None, progress: bool,
+) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """Runs dedup and decontamination on the source problems: the ids to set aside (id -> (reason, detail))
+    and the card sections. After chaining it would be too late: single rows repeat the first hop of a half
+    row by construction, and a removal from one set would leave the ablation sets unmatched."""
+    excluded: dict[str, tuple[str, str]] = {}
+    sections: dict[str, str] = {}
+    for stale in (STATE + "/dedup.json", STATE + "/decontam.json", "rejects/duplicates.jsonl", "rejects/contaminated.jsonl"):
+        (output / stale).unlink(missing_ok=True)
+    if not (dedup or decontam):
+        return excluded, sections
+    if spec.is_hub:
+        raise ValueError("--dedup / --decontam read the source problems from local files: save the hub split as "
+                         "jsonl or parquet first")
+    if dedup:
+        from curate.pipelines.dedup import dedup as run_dedup, dedup_card_section
+
+        stage = output / STATE / "sources_dedup"
+        result = run_dedup(spec.path, stage, text_key=spec.text_key, id_key=spec.id_key, progress=progress)
+        for record in _jsonl(stage / "rejects" / "duplicates.jsonl"):
+            excluded[record["id"]] = ("duplicate_source", f"{record['reason']} of {record['duplicate_of']}")
+        sections["dedup"] = _with_note(dedup_card_section(result), "duplicate_source")
+        _keep_reports(stage, output, "dedup.json", "duplicates.jsonl")
+    if decontam:
+        from curate.pipelines.decontam import decontam_card_section, decontaminate
+
+        stage = output / STATE / "sources_decontam"
+        result = decontaminate(spec.path, stage, decontam, fields=[spec.text_key, answer_key], id_key=spec.id_key,
+                               benchmarks_dir=benchmarks_dir, progress=progress)
+        for record in _jsonl(stage / "rejects" / "contaminated.jsonl"):
+            excluded.setdefault(record["id"], (
+                "contaminated_source",
+                f"{record['benchmark']} item {record['benchmark_item']} ({record['benchmark_field']}): "
+                f"{record['field']} matched {record['match']} {record['ngram']!r}",
+            ))
+        sections["decontam"] = _with_note(decontam_card_section(result), "contaminated_source")
+        _keep_reports(stage, output, "decontam.json", "contaminated.jsonl")
+    return excluded, sections
+
+
+def _jsonl(path: Path):
+    if path.exists():
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def _with_note(section: str, reason: str) -> str:
+    heading, _, body = section.partition("\n\n")
+    return f"{heading}\n\n{SOURCES_NOTE.format(reason=reason)}\n\n{body}"
+
+
+def _keep_reports(stage: Path, output: Path, report: str, removed: str) -> None:
+    """Keeps the cleaning report and the removed rows; drops the stage, a cleaned copy of the input that nothing reads."""
+    (stage / STATE / report).replace(output / STATE / report)
+    if (stage / "rejects" / removed).exists():
+        (output / "rejects").mkdir(parents=True, exist_ok=True)
+        (stage / "rejects" / removed).replace(output / "rejects" / removed)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _table(header: tuple[str, str], counts: dict, total: int | None = None) -> str:
+    if not counts:
+        return "_None._"
+    lines = [f"| {header[0]} | {header[1]} |" + (" share |" if total else ""), "|---|---|" + ("---|" if total else "")]
+    for key, value in counts.items():
+        share = f" {100 * value / total:.1f} % |" if total else ""
+        lines.append(f"| {key} | {value:,} |{share}")
+    return "\n".join(lines)
+
+
+def reproduce_command(parameters: dict, output: Path) -> str:
+    from curate.data_cards.cards import cleaning_options
+
+    parts = ["curate", "multihop", "--input", parameters["input"], "--output", str(output), "--hops", parameters["hops"],
+             "--n", str(parameters["n"]), "--seed", str(parameters["seed"]), "--max-ratio", str(parameters["max_ratio"]),
+             "--tries-per-link", str(parameters["tries_per_link"]), "--question-key", parameters["text_key"],
+             "--answer-key", parameters["answer_key"], "--id-key", parameters["id_key"],
+             "--license", parameters["license"]]
+    if parameters["input"].startswith("hf:"):
+        parts += ["--split", parameters["split"]]
+    return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
+
+
+FIELDS = [
+    ("`id`", "string", "row id (`-h0`/`-h1`: half segments, `-sN`: single hops)"),
+    ("`chain_id`", "string", "the chain the row comes from"),
+    ("`question`", "string", "the composed problem text"),
+    ("`answer`", "string", "the final answer, as a decimal number"),
+    ("`data_source`", "string", f"`{DATA_SOURCE}`: the reward function that grades the final answer"),
+    ("`ability`", "string", f"`{ABILITY}`"),
+    ("`n_hops`", "int32", "number of problems in the row"),
+    ("`hops`", "list of struct", ("per problem: `source_id`, `question` (as shown), `answer`, `replaced` (the original "
+                                 "number's text the previous answer took the place of), `substituted_value`")),
+]
+
+
+def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: dict[str, str]) -> None:
+    """The family card; `reports` are the cleaning sections of the source problems (--dedup / --decontam)."""
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import (
+        load_snippet,
+        render_card,
+        save_card,
+        size_category,
+        split_configs,
+    )
+
+    chains = stats.rows.get("full", 0)
+    card_data = DatasetCardData(
+        license=parameters["license"],
+        language=["en"],
+        task_categories=["question-answering", "text-generation"],
+        size_categories=[size_category(sum(stats.rows.values()))],
+        pretty_name="curate: multi-hop chained math problems",
+        tags=["reasoning", "math", "multi-hop", "rl", "curate"],
+        configs=split_configs(list(SETS)),
+    )
+    hop_counts = {f"{k} hops": v for k, v in sorted(stats.hop_counts.items())}
+    ratio = parameters["max_ratio"]
+    rejected_links = stats.link_proposals - stats.links_accepted
+    card = render_card(
+        card_data,
+        summary=f"{chains:,} chains of {parameters['hops']} problems in which each problem's answer takes the place of "
+                "a number in the next, so that only a solver who keeps every intermediate answer right reaches the "
+                "final one.",
+        method=f"Source problems came from `{parameters['input']}`. Each solution's calculator annotations "
+               "(`<<48/2=24>>`) were parsed into an expression graph and re-executed exactly (rational arithmetic, no "
+               "`eval`); only problems that reproduce their `#### N` answer were used. A link replaces a number written "
+               "once in the next problem's text that feeds its answer, then re-executes that problem; it is accepted "
+               "only if every intermediate value keeps its sign, stays whole where it was whole and stays within a "
+               f"factor {ratio} of its original value. Every row was re-executed from its stored hops before writing.",
+        parameters=[("question key" if k == "text_key" else k.replace("_", " "), v) for k, v in parameters.items()],
+        command=reproduce_command(parameters, output),
+        sections=[
+            ("Splits (ablation sets from the same chains)",
+             ("| split | rows | what |\n|---|---|---|\n"
+             f"| `full` | {stats.rows.get('full', 0):,} | one row per chain of k hops |\n"
+             f"| `half` | {stats.rows.get('half', 0):,} | each chain cut in two: ceil(k/2) hops, then the rest starting "
+             "with the chained value written as a number |\n"
+             f"| `single` | {stats.rows.get('single', 0):,} | the source problems of each chain, unchanged, with their "
+             "original answers |\n\n`chain_id` ties the rows of all three splits to their chain.")),
+            ("Hop-count distribution (`full`)",
+             (f"{_table(('hops', 'chains'), hop_counts, chains)}\n\n{stats.distinct_sources:,} distinct source problems "
+             f"are used; the most used one appears in {stats.max_source_uses:,} chains.")),
+            ("Links",
+             (f"{stats.link_proposals:,} links were proposed (a number in another problem within a factor {ratio} of the "
+             f"previous answer) and {stats.links_accepted:,} accepted: an acceptance rate of "
+             f"{100 * stats.acceptance_rate:.1f} %. Rejected links, by reason (each one is in `rejects/links.jsonl`):\n\n"
+             f"{_table(('reason', 'links'), dict(stats.link_rejects.most_common()), rejected_links)}\n\n"
+             f"Chain attempts: {stats.chain_attempts:,}; abandoned for want of a valid link (`rejects/chains.jsonl`):\n\n"
+             f"{_table(('reason', 'chains'), dict(stats.chain_rejects.most_common()))}")),
+            ("Source problems",
+             (f"{stats.sources_read:,} read, {stats.sources_executable:,} executable, {stats.sources_with_slots:,} with "
+             "at least one number a previous answer can replace. Set aside (`rejects/sources.jsonl`):\n\n"
+             f"{_table(('reason', 'problems'), dict(stats.source_rejects.most_common()))}")),
+        ],
+        reports=reports,
+        fields=FIELDS,
+        load=load_snippet(list(SETS)),
+        limitations="A literal in a solution is linked to a given number or an earlier result by its value; where the "
+                    "same value could be either, the number is never chosen for replacement, but a constant the solver "
+                    "brought in (e.g. 2 for \"twice\") that happens to equal a given is treated as that given. The "
+                    "replaced number's wording around it is kept, so a unit or a plural may read oddly with the new "
+                    "value. Source problems are reused across chains.",
+    )
+    save_card(card, output)

@@ -1,0 +1,581 @@
+"""Priming datasets: Countdown problems with behavior-controlled traces, checked by a classifier.
+
+Output layout:
+    OUT/data/train-00000.parquet, OUT/data/test-00000.parquet
+        SFT columns (query, completion in the TinyZero format), verl RL columns (data_source, prompt as
+        a chat list, ability, reward_model{style, ground_truth{target, numbers}}, extra_info) and the
+        project's RL columns (id, question, answer), plus what the trace is and what was found in it
+    OUT/README.md        card: variant, acceptance rate, behavior prevalence, answer accuracy, lengths
+    OUT/rejects/rejects.jsonl   every trace the behavior check refused, and every problem that could not
+                                get a trace, with its reason
+    OUT/.curate/parameters.json, stats.json
+
+A trace is kept only when the classifier finds every requested behavior and none of the others; the
+controls (`empty_cot`, `placeholder_cot`) must show none. Train and test never share a problem: each
+unique problem (numbers as a multiset, target) is drawn once and assigned to one split by its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import shlex
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.builders.trace_templates import VARIANTS, TraceError, countdown_question, write_trace
+from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
+
+CONTROLS = ("empty_cot", "placeholder_cot")
+ALL_VARIANTS = (*VARIANTS, *CONTROLS)
+STATE = ".curate"
+PARTIAL = ".partial"
+EMPTY_THINK = " "
+# Filler units tried in turn until one tokenizes to exactly the wanted count.
+FILLER_UNITS = (" .", ".", " …", " #", " -", "\n")
+
+SYSTEM_PREAMBLE = (
+    "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
+    "The assistant first thinks about the reasoning process in the mind and then provides the user with the answer."
+)
+
+ROW_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("question", pa.string()),
+    ("answer", pa.string()),
+    ("data_source", pa.string()),
+    ("ability", pa.string()),
+    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+    ("reward_model", pa.struct([
+        ("style", pa.string()),
+        ("ground_truth", pa.struct([("target", pa.int64()), ("numbers", pa.list_(pa.int64()))])),
+    ])),
+    ("extra_info", pa.struct([("split", pa.string()), ("index", pa.int64()), ("variant", pa.string()),
+                              ("answers", pa.string())])),
+    ("query", pa.string()),
+    ("completion", pa.string()),
+    ("completion_answer", pa.string()),
+    ("answer_correct", pa.bool_()),
+    ("numbers", pa.list_(pa.int64())),
+    ("target", pa.int64()),
+    ("variant", pa.string()),
+    ("answers", pa.string()),
+    ("requested_behaviors", pa.list_(pa.string())),
+    *[(b, pa.int32()) for b in BEHAVIOR_NAMES],
+    ("classifier", pa.string()),
+    ("writer", pa.string()),
+    ("strategy", pa.string()),
+    ("dead_ends", pa.int32()),
+    ("think_chars", pa.int64()),
+    ("think_tokens", pa.int64()),
+])
+
+
+class PrimingError(ValueError):
+    pass
+
+
+@dataclass
+class PrimingConfig:
+    variant: str
+    answers: str = "correct"
+    n: int = 1000
+    test_n: int = 100
+    seed: int = 0
+    writer: str = "symbolic"
+    classifier: str = "cues"
+    n_numbers: int = 4
+    number_range: tuple[int, int] = (1, 99)
+    target_range: tuple[int, int] = (10, 100)
+    integer_division: bool = True
+    max_dead_ends: int = 3
+    tokenizer: str | None = None  # needed for placeholder_cot; also fills think_tokens
+    placeholder_for: str = "all_strategies"
+    batch_size: int = 64
+    max_attempts_factor: int = 20  # give up after this many problems per wanted row
+    # --writer llm: LLMOptions fields (model, backend, endpoint_url, device, temperature, max_tokens, ...)
+    llm: dict | None = None
+    # --writer llm: problems sent per missing row in one job, since each job starts a server
+    llm_oversample: float = 2.0
+
+    def validate(self) -> None:
+        if self.variant not in ALL_VARIANTS:
+            raise PrimingError(f"unknown variant {self.variant!r}; choose from {', '.join(ALL_VARIANTS)}")
+        if self.answers not in ("correct", "incorrect"):
+            raise PrimingError("--answers must be 'correct' or 'incorrect'")
+        if self.writer not in ("symbolic", "llm"):
+            raise PrimingError("--writer must be 'symbolic' or 'llm'")
+        if self.writer == "llm":
+            from curate.builders.llm_writers import LLMOptions, LLMWriterError
+
+            if not self.llm or not self.llm.get("model"):
+                raise PrimingError("the LLM trace writer (--writer llm) needs a teacher model: --model M (and --backend)")
+            try:
+                LLMOptions(**self.llm).validate()
+            except (LLMWriterError, ValueError, TypeError) as error:
+                raise PrimingError(str(error)) from error
+        if self.variant == "placeholder_cot" and not self.tokenizer:
+            raise PrimingError("placeholder_cot matches token counts: name a tokenizer with --tokenizer")
+        if self.placeholder_for not in VARIANTS:
+            raise PrimingError(f"--placeholder-for must be one of {', '.join(VARIANTS)}")
+        if self.n < 0 or self.test_n < 0 or self.n + self.test_n == 0:
+            raise PrimingError("ask for at least one row (--n / --test-n)")
+
+    @property
+    def requested(self) -> frozenset[Behavior]:
+        return VARIANTS.get(self.variant, frozenset())
+
+
+@dataclass
+class PrimingResult:
+    output: Path
+    rows: dict[str, int]
+    attempted: int
+    rejected: Counter = field(default_factory=Counter)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def acceptance_rate(self) -> float:
+        # Traces that passed every check; with the LLM writer some of them are surplus to a full split.
+        return (self.attempted - sum(self.rejected.values())) / self.attempted if self.attempted else 0.0
+
+
+def tinyzero_query(problem: Problem) -> str:
+    """The TinyZero base-model prompt; the completion starts at <think>."""
+    return f"{SYSTEM_PREAMBLE}\nUser: {countdown_question(problem)}\nAssistant: Let me solve this step by step.\n"
+
+
+def completion_text(think: str, answer: str) -> str:
+    return f"<think>\n{think}\n</think>\n<answer> {answer} </answer>"
+
+
+def split_of(problem: Problem, test_share: float) -> str:
+    digest = hashlib.sha256(json.dumps(problem.key).encode()).digest()
+    return "test" if int.from_bytes(digest[:8], "big") / 2**64 < test_share else "train"
+
+
+def problem_id(problem: Problem) -> str:
+    return "countdown-" + hashlib.sha256(json.dumps(problem.key).encode()).hexdigest()[:16]
+
+
+def count_tokens(tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def placeholder_text(tokenizer, n_tokens: int) -> str:
+    """Filler that tokenizes to exactly n_tokens tokens (repeats of a unit, corrected for merges)."""
+    if n_tokens == 0:
+        return ""
+    for unit in FILLER_UNITS:
+        k = n_tokens
+        for _ in range(8):
+            text = (unit * k).strip() or unit
+            count = count_tokens(tokenizer, text)
+            if count == n_tokens:
+                return text
+            k = max(1, k + n_tokens - count)
+    raise PrimingError(f"no filler of exactly {n_tokens} tokens found for this tokenizer")
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name)
+
+
+def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True, dedup: bool = False,
+                decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> PrimingResult:
+    """Builds the dataset; `dedup` / `decontam` (benchmarks as `curate decontam --against`) then clean it in place."""
+    from curate.classifiers import get_classifier
+
+    config.validate()
+    if decontam:
+        from curate.pipelines.decontam import parse_against
+
+        parse_against(decontam, benchmarks_dir)  # a wrong --decontam fails now, not after the build
+    output = Path(output)
+    classifier = get_classifier(config.classifier)
+    tokenizer = load_tokenizer(config.tokenizer) if config.tokenizer else None
+    for sub in ("data", "rejects", STATE):
+        shutil.rmtree(output / sub, ignore_errors=True)
+    (output / "data").mkdir(parents=True)
+    (output / "rejects").mkdir()
+    (output / STATE).mkdir()
+    parameters = {**vars(config), "classifier_resolved": classifier.name}
+    (output / STATE / "parameters.json").write_text(json.dumps(parameters, indent=2, default=list))
+
+    wanted = {"train": config.n, "test": config.test_n}
+    kept = {"train": 0, "test": 0}
+    test_share = config.test_n / (config.n + config.test_n)
+    rng = random.Random(config.seed)
+    writers = {s: _PartialParquet(output / "data" / f"{s}-00000.parquet") for s in wanted if wanted[s]}
+    rejects_path = output / "rejects" / "rejects.jsonl"
+    rejects = open(rejects_path.with_name(rejects_path.name + PARTIAL), "w", encoding="utf-8")
+    result = PrimingResult(output=output, rows=kept, attempted=0)
+    seen: set = set()
+    max_problems = config.max_attempts_factor * (config.n + config.test_n)
+    drawn = 0
+    oversample = config.llm_oversample if config.writer == "llm" else 1.0
+    bar = _progress(progress, config.n + config.test_n, f"{config.variant} ({config.answers})")
+    try:
+        while any(kept[s] < wanted[s] for s in wanted):
+            batch: list[tuple[Problem, str]] = []
+            quota = {s: math.ceil(oversample * (wanted[s] - kept[s])) for s in wanted}
+            batch_size = config.batch_size if config.writer == "symbolic" else max(config.batch_size, sum(quota.values()))
+            while len(batch) < batch_size and drawn < max_problems:
+                problem = generate_problem(rng, config.n_numbers, config.number_range, config.target_range,
+                                           config.integer_division)
+                drawn += 1
+                if problem.key in seen:
+                    continue
+                seen.add(problem.key)
+                split = split_of(problem, test_share)
+                if sum(1 for _, s in batch if s == split) < quota[split]:
+                    batch.append((problem, split))
+            if not batch:
+                raise PrimingError(
+                    f"gave up after {drawn} problems with {kept} rows kept: the problem space is too small or the "
+                    "behavior check refuses too much (see rejects/)"
+                )
+            rows = _rows_for_batch(batch, config, classifier, tokenizer, rng, rejects, result, output)
+            for split, row in rows:
+                if kept[split] >= wanted[split]:
+                    continue
+                row["extra_info"]["index"] = kept[split]
+                writers[split].write(row)
+                kept[split] += 1
+                bar.advance()
+    except BaseException:
+        for writer in writers.values():
+            writer.abort()
+        raise
+    finally:
+        bar.close()
+        # Rejects are kept even when the build fails: they say why.
+        rejects.close()
+        Path(rejects.name).replace(rejects_path)
+    for writer in writers.values():
+        writer.close()
+    result.stats = dataset_stats(output, result)
+    (output / STATE / "stats.json").write_text(json.dumps(result.stats, indent=2))
+    write_priming_card(output, config, classifier.name, result, dedup, decontam, benchmarks_dir)
+    # After the card: each adds its own report section to it. The question is the Countdown template around
+    # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
+    if dedup:
+        from curate.pipelines.dedup import dedup_dataset
+
+        dedup_dataset(output, text_key="completion", progress=progress)
+    if decontam:
+        from curate.pipelines.decontam import decontaminate_dataset
+
+        decontaminate_dataset(output, decontam, fields=["question", "completion"], benchmarks_dir=benchmarks_dir,
+                              progress=progress)
+    return result
+
+
+def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, rejects, result, output: Path) -> list:
+    """Write a trace for each problem, classify them together, keep the ones that pass the check."""
+    drafts = []
+    if config.writer == "llm" and config.variant != "empty_cot":
+        drafts = _llm_drafts(batch, config, tokenizer, rejects, result, output)
+        batch = []
+    for problem, split in batch:
+        result.attempted += 1
+        try:
+            drafts.append((problem, split, *_draft(problem, config, tokenizer, rng)))
+        except TraceError as error:
+            _reject(rejects, result, problem, split, f"no trace: {error}", None)
+    labels = classifier.classify([d[2] for d in drafts]) if drafts else []
+    requested = config.requested
+    kept = []
+    for (problem, split, think, answer, meta), label in zip(drafts, labels, strict=True):
+        if label.error or any(label.counts.get(b) is None for b in BEHAVIOR_NAMES):
+            _reject(rejects, result, problem, split, f"classifier error: {label.error}", think)
+            continue
+        missing = [b.value for b in Behavior if b in requested and not label.counts[b.value]]
+        extra = [b.value for b in Behavior if b not in requested and label.counts[b.value]]
+        if missing or extra:
+            reason = "behavior check: " + "; ".join(
+                [f"missing {', '.join(missing)}"] * bool(missing) + [f"unwanted {', '.join(extra)}"] * bool(extra)
+            )
+            _reject(rejects, result, problem, split, reason, think)
+            continue
+        completion = completion_text(think, answer)
+        correct = score_countdown(completion, problem.ground_truth()) == 1.0
+        kept.append((split, {
+            "id": problem_id(problem),
+            "question": countdown_question(problem),
+            "answer": problem.solution,
+            "data_source": DATA_SOURCE,
+            "ability": "countdown",
+            "prompt": [{"role": "user", "content": countdown_question(problem)}],
+            "reward_model": {"style": "rule", "ground_truth": problem.ground_truth()},
+            "extra_info": {"split": split, "index": 0, "variant": config.variant, "answers": config.answers},
+            "query": tinyzero_query(problem),
+            "completion": completion,
+            "completion_answer": answer,
+            "answer_correct": correct,
+            "numbers": list(problem.numbers),
+            "target": problem.target,
+            "variant": config.variant,
+            "answers": config.answers,
+            "requested_behaviors": sorted(b.value for b in requested),
+            **{b: label.counts[b] for b in BEHAVIOR_NAMES},
+            "classifier": classifier.name,
+            "writer": config.writer,
+            "think_chars": len(think),
+            "think_tokens": count_tokens(tokenizer, think) if tokenizer is not None else None,
+            **meta,
+        }))
+    return kept
+
+
+def _llm_drafts(batch, config: PrimingConfig, tokenizer, rejects, result, output: Path) -> list:
+    """Teacher traces for a whole batch in one LLM job; traces the writer refuses go to rejects."""
+    from curate.builders.llm_writers import LLMOptions, write_llm_traces
+
+    behaviors = VARIANTS[config.placeholder_for] if config.variant == "placeholder_cot" else config.requested
+    workdir = output / STATE / "llm" / f"job-{result.attempted:07d}"
+    traces = write_llm_traces([p for p, _ in batch], behaviors, config.answers, LLMOptions(**config.llm), workdir,
+                              progress=False)
+    drafts = []
+    for (problem, split), trace in zip(batch, traces, strict=True):
+        result.attempted += 1
+        if isinstance(trace, str):
+            _reject(rejects, result, problem, split, trace, None)
+            continue
+        think = trace.think
+        if config.variant == "placeholder_cot":
+            think = placeholder_text(tokenizer, count_tokens(tokenizer, think))
+        drafts.append((problem, split, think, trace.answer, {"strategy": None, "dead_ends": None}))
+    return drafts
+
+
+def _draft(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Random) -> tuple[str, str, dict]:
+    """(think text, answer expression, writer metadata) for one problem under the configured variant."""
+    seed_rng = random.Random(rng.random())
+    if config.variant in VARIANTS:
+        trace = write_trace(problem, config.requested, seed_rng, config.answers, max_dead_ends=config.max_dead_ends,
+                            integer_division=config.integer_division)
+        return trace.text, trace.answer, {"strategy": trace.strategy, "dead_ends": trace.dead_ends}
+    if config.variant == "empty_cot":
+        answer = problem.solution if config.answers == "correct" else wrong_expression(problem, seed_rng)
+        return EMPTY_THINK, answer, {"strategy": None, "dead_ends": None}
+    # placeholder_cot: the paired behavior trace sets the length, then its text is replaced by filler.
+    trace = write_trace(problem, VARIANTS[config.placeholder_for], seed_rng, config.answers,
+                        max_dead_ends=config.max_dead_ends, integer_division=config.integer_division)
+    filler = placeholder_text(tokenizer, count_tokens(tokenizer, trace.text))
+    return filler, trace.answer, {"strategy": None, "dead_ends": None}
+
+
+def _reject(rejects, result: PrimingResult, problem: Problem, split: str, reason: str, think: str | None) -> None:
+    result.rejected[reason.split(":")[0]] += 1
+    rejects.write(json.dumps({"reason": reason, "id": problem_id(problem), "split": split,
+                              "numbers": list(problem.numbers), "target": problem.target, "think": think}) + "\n")
+
+
+class _PartialParquet:
+    """Rows streamed into NAME.partial in row groups, renamed to NAME once complete."""
+
+    def __init__(self, path: Path, row_group: int = 512):
+        self.path = path
+        self.partial = path.with_name(path.name + PARTIAL)
+        self.writer = pq.ParquetWriter(self.partial, ROW_SCHEMA)
+        self.buffer: list[dict] = []
+        self.row_group = row_group
+
+    def write(self, row: dict) -> None:
+        self.buffer.append(row)
+        if len(self.buffer) >= self.row_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.buffer:
+            self.writer.write_table(pa.Table.from_pylist(self.buffer, schema=ROW_SCHEMA))
+            self.buffer = []
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+        self.partial.replace(self.path)
+
+    def abort(self) -> None:
+        self.writer.close()
+        self.partial.unlink(missing_ok=True)
+
+
+class _progress:
+    def __init__(self, enabled: bool, total: int, label: str):
+        self.bar = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeRemainingColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(label, total=total)
+
+    def advance(self) -> None:
+        if self.bar:
+            self.bar.advance(self.task)
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.stop()
+
+
+def dataset_stats(output: Path, result: PrimingResult) -> dict:
+    """Measured on the written files with DuckDB: per split, behavior prevalence, accuracy and lengths."""
+    files = sorted(str(p) for p in (output / "data").glob("*.parquet"))
+    stats: dict = {
+        "attempted": result.attempted,
+        "kept": sum(result.rows.values()),
+        "acceptance_rate": result.acceptance_rate,
+        "rejected": dict(result.rejected),
+        "splits": {},
+    }
+    if not files:
+        return stats
+    prevalence = ", ".join(f"avg(({b} > 0)::INT) AS {b}" for b in BEHAVIOR_NAMES)
+    with duckdb.connect() as connection:
+        rows = connection.sql(
+            f"SELECT extra_info.split, count(*), avg(answer_correct::INT), avg(think_chars), median(think_chars), "
+            f"quantile_cont(think_chars, 0.9), max(think_chars), avg(think_tokens), max(think_tokens), {prevalence} "
+            "FROM read_parquet($files) GROUP BY 1 ORDER BY 1",
+            params={"files": files},
+        ).fetchall()
+        overlap = connection.sql(
+            "SELECT count(*) FROM (SELECT id FROM read_parquet($files) WHERE extra_info.split = 'train' "
+            "INTERSECT SELECT id FROM read_parquet($files) WHERE extra_info.split = 'test')",
+            params={"files": files},
+        ).fetchall()[0][0]
+    for split, count, accuracy, mean_c, median_c, p90_c, max_c, mean_t, max_t, *prev in rows:
+        stats["splits"][split] = {
+            "rows": count, "answer_accuracy": accuracy,
+            "think_chars": {"mean": mean_c, "median": median_c, "p90": p90_c, "max": max_c},
+            "think_tokens": {"mean": mean_t, "max": max_t},
+            "prevalence": dict(zip(BEHAVIOR_NAMES, prev)),
+        }
+    stats["problems_in_both_splits"] = overlap
+    return stats
+
+
+FIELDS = [
+    ("`query`", "string", "SFT prompt in the TinyZero format, ending before `<think>`"),
+    ("`completion`", "string", "`<think>` … `</think>` then `<answer>` … `</answer>`"),
+    ("`data_source`", "string", f"`{DATA_SOURCE}`: the registered reward that grades the answer"),
+    ("`prompt`", "list of {role, content}", "verl chat prompt"),
+    ("`ability`", "string", "task family"),
+    ("`reward_model`", "struct{style, ground_truth{target, numbers}}", "what verl passes to the reward"),
+    ("`extra_info`", "struct{split, index, variant, answers}", "verl bookkeeping"),
+    ("`id`, `question`, `answer`", "string", "problem id, question, a reference solution"),
+    ("`completion_answer`, `answer_correct`", "string, bool", ("the expression the completion gives, and whether it "
+                                                              "reaches the target")),
+    ("`numbers`, `target`", "list of int64, int64", "the problem"),
+    ("`variant`, `answers`, `requested_behaviors`", "string, string, list of string", "what the trace was asked to show"),
+    ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32",
+     "sentences the classifier found showing each behavior in the trace"),
+    ("`classifier`, `writer`, `strategy`, `dead_ends`", "string, string, string, int32", ("who checked and wrote the "
+                                                                                         "trace, and how it searched")),
+    ("`think_chars`, `think_tokens`", "int64", "length of the chain of thought (tokens: null without --tokenizer)"),
+]
+
+
+def reproduce_command(config: PrimingConfig, output: Path, dedup: bool, decontam: str | None,
+                      benchmarks_dir: str | Path | None) -> str:
+    from curate.data_cards.cards import cleaning_options
+
+    command = ["curate", "priming", "--variant", config.variant, "--answers", config.answers, "--n", str(config.n),
+               "--test-n", str(config.test_n), "--seed", str(config.seed), "--writer", config.writer,
+               "--classifier", config.classifier, "--numbers", str(config.n_numbers),
+               "--number-range", f"{config.number_range[0]},{config.number_range[1]}",
+               "--target-range", f"{config.target_range[0]},{config.target_range[1]}",
+               "--max-dead-ends", str(config.max_dead_ends), "--output", str(output)]
+    if not config.integer_division:
+        command.append("--fractional-division")
+    if config.tokenizer:
+        command += ["--tokenizer", config.tokenizer]
+    if config.variant == "placeholder_cot":
+        command += ["--placeholder-for", config.placeholder_for]
+    if config.writer == "llm":
+        llm = config.llm or {}
+        command += ["--model", str(llm.get("model")), "--backend", str(llm.get("backend", "transformers"))]
+        command += ["--endpoint-url", llm["endpoint_url"]] if llm.get("endpoint_url") else []
+        command += ["--temperature", str(llm["temperature"])] if "temperature" in llm else []
+        command += ["--max-trace-tokens", str(llm["max_tokens"])] if "max_tokens" in llm else []
+    return shlex.join(command + cleaning_options(dedup, decontam, benchmarks_dir))
+
+
+def write_priming_card(output: Path, config: PrimingConfig, classifier: str, result: PrimingResult, dedup: bool = False,
+                       decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> None:
+    from huggingface_hub import DatasetCardData
+
+    from curate.data_cards.cards import load_snippet, render_card, save_card, size_category, split_configs
+
+    stats = result.stats
+    requested = sorted(b.value for b in config.requested)
+    forbidden = [b for b in BEHAVIOR_NAMES if b not in requested]
+    splits = list(stats["splits"])
+    card_data = DatasetCardData(
+        license="apache-2.0",
+        language=["en"],
+        task_categories=["text-generation"],
+        size_categories=[size_category(stats["kept"])],
+        pretty_name=f"curate priming: countdown {config.variant} ({config.answers} answers)",
+        tags=["reasoning", "cognitive-behaviors", "countdown", "priming", "curate", *requested],
+        configs=split_configs(splits),
+    )
+    rejected = "".join(f"\n| {k} | {v:,} |" for k, v in stats["rejected"].items())
+    acceptance = (f"{stats['kept']:,} of {stats['attempted']:,} traces kept "
+                  f"(acceptance rate {100 * stats['acceptance_rate']:.1f} %).")
+    if rejected:
+        acceptance += f"\n\n| reason | traces |\n|---|---|{rejected}\n\nThe refused traces are in `rejects/`."
+    split_table = ["| split | rows | answer accuracy | think chars mean / median / p90 / max | think tokens mean / max | "
+                   + " | ".join(BEHAVIOR_NAMES) + " |", "|---|---|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
+    for split, s in stats["splits"].items():
+        c, t = s["think_chars"], s["think_tokens"]
+        tokens = f"{t['mean']:.0f} / {t['max']}" if t["mean"] is not None else "n/a (no --tokenizer)"
+        split_table.append(" | ".join([
+            f"| {split}", f"{s['rows']:,}", f"{100 * s['answer_accuracy']:.1f} %",
+            f"{c['mean']:.0f} / {c['median']:.0f} / {c['p90']:.0f} / {c['max']}", tokens,
+            *[f"{100 * s['prevalence'][b]:.1f} %" for b in BEHAVIOR_NAMES]]) + " |")
+    split_table.append(f"\nProblems in both splits: {stats.get('problems_in_both_splits', 0)}.")
+    writer_description = {
+        "empty_cot": "each completion has an empty chain of thought (`<think> </think>`).",
+        "placeholder_cot": f"each chain of thought is filler with the token count (under `{config.tokenizer}`) of a "
+                           f"`{config.placeholder_for}` trace for the same problem.",
+    }.get(config.variant, "each trace narrates the exhaustive solver's own search (depth-first, breadth-first or "
+                          "best-first) with the chosen behaviors switched on and the others off.")
+    if config.writer == "llm" and config.variant != "empty_cot":
+        writer_description = (
+            f"the teacher model `{(config.llm or {}).get('model')}` wrote each trace under a system prompt asking for the "
+            "chosen behaviors and forbidding the others; replies without a readable `<think>`/`<answer>`, or whose answer "
+            f"was not {'correct' if config.answers == 'correct' else 'a well-formed wrong expression'} by the Countdown "
+            "verifier, were refused. " + ("That trace's token count then set the length of filler that replaced it. "
+                                         if config.variant == "placeholder_cot" else ""))
+    card = render_card(
+        card_data,
+        summary=f"{stats['kept']:,} Countdown priming examples, variant `{config.variant}`, {config.answers} answers.",
+        method=f"Countdown problems were generated solvable by construction (confirmed by an exhaustive solver); "
+               f"{writer_description} Every trace was then classified with `{classifier}` and kept only when it showed "
+               f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}.",
+        parameters=[(k, v) for k, v in vars(config).items()],
+        command=reproduce_command(config, output, dedup, decontam, benchmarks_dir),
+        sections=[("Behavior check", acceptance), ("Splits", "\n".join(split_table))],
+        fields=FIELDS,
+        load=load_snippet(splits),
+        limitations=f"Behavior labels come from `{classifier}`, an automatic classifier: a trace it accepts can still "
+                    "lack a behavior in a form it does not recognise, and symbolic traces are templated text, more "
+                    "regular than a model's. Incorrect answers come from one arithmetic slip (an operator written "
+                    "wrongly with its result kept).",
+    )
+    save_card(card, output)

@@ -1,0 +1,564 @@
+"""Commands that build datasets: build, cpt, priming, multihop, mcqa, dedup, decontam."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior_list
+from curate.cli.app import app, console
+from curate.cli.options import (
+    ClassifierOption,
+    CpusPerTask,
+    DeviceOption,
+    ExecutorKind,
+    GpusPerTask,
+    IdKey,
+    InputOption,
+    MemPerCpu,
+    RayAddress,
+    SlurmDryRun,
+    SlurmPartition,
+    SlurmQos,
+    SlurmTime,
+    Split,
+    Streaming,
+    Tasks,
+    TextKey,
+    Workers,
+    cleaning_rows,
+    executor_options,
+    fail,
+    input_spec,
+    summary,
+    tag_rows,
+)
+
+
+@app.command()
+def build(
+    behaviors: Annotated[
+        str,
+        typer.Option(help="Comma-separated behaviors every document must show, or 'none' for documents with none. "
+                     f"Names: {', '.join(BEHAVIOR_NAMES)} (aliases: subgoal, backchaining)."),
+    ],
+    input: InputOption = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Dataset directory (default: datasets/BEHAVIORS).")] = None,
+    tags: Annotated[Optional[Path], typer.Option(help="Tags root to reuse across builds (default: OUTPUT/tags).")] = None,
+    classifier: ClassifierOption = "cues",
+    min_count: Annotated[int, typer.Option(help="Each chosen behavior must occur at least this often.", min=1)] = 1,
+    exclude_behaviors: Annotated[Optional[str], typer.Option(help="Behaviors that must be absent.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Keep at most this many documents (seeded random sample).", min=1)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    license: Annotated[str, typer.Option(help="License of the source text, for the dataset card.")] = "other",
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the built dataset.")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove rows overlapping these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
+) -> None:
+    """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
+
+    With --executor slurm each stage is submitted as a job array; rerun the command when it has finished.
+
+    Examples:
+
+        curate build --behaviors backtracking                      # bundled sample corpus
+
+        curate build --behaviors backtracking,verification --input 'corpus/*.jsonl' --output out/
+
+        curate build --behaviors none --input corpus.parquet --output minimized/
+    """
+    from curate.classifiers import UnknownClassifierError
+    from curate.builders.behavior import run_build
+    from curate.pipelines.executors import JobSubmitted
+    from curate.pipelines.query import Selection
+    from curate.pipelines.tag import TagsMismatchError
+
+    try:
+        wanted = parse_behavior_list(behaviors, allow_none=True)
+        excluded = parse_behavior_list(exclude_behaviors) or []
+        if wanted == []:
+            raise UnknownBehaviorError("--behaviors is empty; name at least one behavior, or 'none'")
+        selection = Selection(behaviors=wanted, min_count=min_count, exclude=excluded, limit=limit, seed=seed)
+    except (UnknownBehaviorError, ValueError) as error:
+        fail(str(error))
+    sample = input is None
+    spec = input_spec(input, text_key, id_key, split, streaming)
+    if output is None:
+        output = Path("datasets") / (behaviors.replace(",", "+").replace(" ", "") or "none")
+    started = time.perf_counter()
+    try:
+        result = run_build(
+            spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
+            license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+            executor=executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                       cpus_per_task, mem_per_cpu_gb, gpus_per_task),
+        )
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
+        fail(str(error))
+    seconds = time.perf_counter() - started
+    rows = tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)
+    rows.insert(4, ("selected", f"{result.selected:,}"))
+    rows.insert(5, ("duplicate ids dropped across files", f"{result.cross_file_duplicates:,}"))
+    rows += [("dataset", str(output / "data")), ("card", str(output / "README.md"))]
+    summary(f"Built {output}", rows)
+
+
+@app.command()
+def multihop(
+    input: Annotated[str, typer.Option("--input", "-i", help="GSM8K-style problems: jsonl/parquet file, glob, or 'hf:ORG/NAME'.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
+    hops: Annotated[str, typer.Option(help="Hops per chain: a number or a range such as 2-4 (drawn uniformly).")] = "2-4",
+    n: Annotated[int, typer.Option("--n", help="Chains to build.", min=1)] = 5000,
+    seed: Annotated[int, typer.Option(help="Seed of the chain sampler.")] = 0,
+    max_ratio: Annotated[float, typer.Option(help="Every intermediate value must stay within this factor of its original.", min=1.01)] = 10.0,
+    tries_per_link: Annotated[int, typer.Option(help="Candidate links tried before a chain is abandoned.", min=1)] = 64,
+    question_key: Annotated[str, typer.Option(help="Field holding the problem text.")] = "question",
+    answer_key: Annotated[str, typer.Option(help="Field holding the worked solution with <<a=b>> annotations and '#### N'.")] = "answer",
+    id_key: Annotated[str, typer.Option(help="Field holding the problem id (becomes each hop's source_id); else file/line.")] = "id",
+    split: Split = "train",
+    license: Annotated[str, typer.Option(help="License of the source problems, for the dataset card.")] = "mit",
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the source problems before chaining.")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove source problems overlapping these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+) -> None:
+    """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits.
+
+    Solutions are re-executed from their calculator annotations (no eval); every link and every problem that
+    could not be used is kept under OUTPUT/rejects/ with its reason. Examples:
+
+        curate multihop --input gsm8k/train.jsonl --hops 2-4 --n 5000 --seed 0 --output datasets/multihop
+
+        curate multihop --input gsm8k/test.jsonl --hops 3 --n 500 --output datasets/multihop-test
+
+        curate multihop --input gsm8k/train.jsonl --dedup --decontam gsm8k,math500 --benchmarks-dir ../shared/data -o out/
+
+    --dedup/--decontam clean the source problems before chaining, so the three splits stay matched.
+    """
+    from curate.builders.multihop import parse_hop_range, run_multihop
+
+    try:
+        hop_range = parse_hop_range(hops)
+    except ValueError as error:
+        fail(str(error))
+    spec = input_spec(input, question_key, id_key, split, False)
+    started = time.perf_counter()
+    try:
+        result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
+                              tries_per_link=tries_per_link, answer_key=answer_key, license=license, dedup=dedup,
+                              decontam=decontam, benchmarks_dir=benchmarks_dir)
+    except (FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    seconds = time.perf_counter() - started
+    s = result.stats
+    rows = [
+        ("sources read / executable", f"{s.sources_read:,} / {s.sources_executable:,}"),
+        ("sources set aside", ", ".join(f"{k}: {v:,}" for k, v in s.source_rejects.most_common()) or "0"),
+        ("chains built", f"{s.rows.get('full', 0):,} of {n:,} asked ({s.chain_attempts:,} attempts)"),
+        ("hop counts", ", ".join(f"{k}: {v:,}" for k, v in sorted(s.hop_counts.items()))),
+        ("links accepted", f"{s.links_accepted:,} / {s.link_proposals:,} ({100 * s.acceptance_rate:.1f} %)"),
+        ("links rejected", ", ".join(f"{k}: {v:,}" for k, v in s.link_rejects.most_common()) or "0"),
+        ("rows full / half / single", " / ".join(f"{s.rows.get(k, 0):,}" for k in ("full", "half", "single"))),
+        *cleaning_rows(output, dedup, decontam),
+        ("seconds", f"{seconds:,.1f}"),
+        ("dataset", str(output / "data")),
+        ("card", str(output / "README.md")),
+        ("rejects", str(output / "rejects")),
+    ]
+    summary(f"Built {output}", rows)
+
+
+@app.command()
+def priming(
+    variant: Annotated[str, typer.Option(help="all_strategies, only_backtracking, backtracking_verification, "
+                                         "backtracking_subgoal, backtracking_backward, negative_control, empty_cot, "
+                                         "placeholder_cot; a comma list or 'all' builds each into OUTPUT/VARIANT.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
+    answers: Annotated[str, typer.Option(help="correct, or incorrect (well-formed expressions with a wrong value).")] = "correct",
+    n: Annotated[int, typer.Option("--n", help="Training rows.", min=0)] = 1000,
+    test_n: Annotated[int, typer.Option(help="Test rows (no problem is in both splits).", min=0)] = 100,
+    writer: Annotated[str, typer.Option(help="symbolic (the solver's search narrated) or llm (a teacher model).")] = "symbolic",
+    classifier: ClassifierOption = "cues",
+    numbers: Annotated[int, typer.Option(help="Numbers per problem.", min=2, max=6)] = 4,
+    number_range: Annotated[str, typer.Option(help="LOW,HIGH of the numbers.")] = "1,99",
+    target_range: Annotated[str, typer.Option(help="LOW,HIGH of the target.")] = "10,100",
+    fractional_division: Annotated[bool, typer.Option(help="Allow divisions with a fractional result.")] = False,
+    max_dead_ends: Annotated[int, typer.Option(help="Most dead ends a backtracking trace narrates.", min=1)] = 3,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer (hub name or local dir) for placeholder_cot "
+                                                     "lengths and token statistics.")] = None,
+    placeholder_for: Annotated[str, typer.Option(help="Variant whose trace length placeholder_cot matches.")] = "all_strategies",
+    seed: Annotated[int, typer.Option(help="Seed of problems and phrasing.")] = 0,
+    model: Annotated[Optional[str], typer.Option(help="--writer llm: the teacher model (hub name or local dir).")] = None,
+    backend: Annotated[str, typer.Option(help="--writer llm: vllm, endpoint or transformers.")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    device: DeviceOption = "auto",
+    temperature: Annotated[float, typer.Option(help="--writer llm: sampling temperature of the teacher.", min=0)] = 0.7,
+    max_trace_tokens: Annotated[int, typer.Option(help="--writer llm: generation budget per trace.", min=16)] = 2048,
+    concurrency: Annotated[Optional[int], typer.Option(help="--writer llm: requests in flight.", min=1)] = None,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the completion).")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question or completion overlaps these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+) -> None:
+    """Countdown priming datasets: behavior-controlled traces, checked by a classifier, with SFT and verl columns.
+
+    Examples:
+
+        curate priming --variant only_backtracking --answers incorrect --n 1000 --output priming/bt_wrong
+
+        curate priming --variant all --n 1000 --tokenizer Qwen/Qwen2.5-3B --output priming/
+
+        curate priming --variant placeholder_cot --tokenizer meta-llama/Llama-3.2-3B --output priming/placeholder
+
+        curate priming --variant backtracking_verification --writer llm --model Qwen/Qwen2.5-72B-Instruct --backend vllm --n 1000 -o priming/bv_llm
+
+        curate priming --variant all_strategies --dedup --decontam gsm8k --benchmarks-dir ../shared/data -o priming/bt
+    """
+    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, PrimingError, run_priming
+
+    def pair(text: str, name: str) -> tuple[int, int]:
+        try:
+            low, high = (int(part) for part in text.split(","))
+        except ValueError:
+            fail(f"--{name} takes LOW,HIGH, got {text!r}")
+        return low, high
+
+    variants = list(ALL_VARIANTS) if variant.strip() == "all" else [v.strip() for v in variant.split(",") if v.strip()]
+    if variant.strip() == "all" and not tokenizer:
+        variants.remove("placeholder_cot")
+        console.print("[yellow]placeholder_cot skipped: it needs --tokenizer.[/]")
+    rows = []
+    for name in variants:
+        config = PrimingConfig(
+            variant=name, answers=answers, n=n, test_n=test_n, seed=seed, writer=writer, classifier=classifier,
+            n_numbers=numbers, number_range=pair(number_range, "number-range"),
+            target_range=pair(target_range, "target-range"), integer_division=not fractional_division,
+            max_dead_ends=max_dead_ends, tokenizer=tokenizer, placeholder_for=placeholder_for,
+            llm={"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "temperature": temperature,
+                 "max_tokens": max_trace_tokens, "concurrency": concurrency} if writer == "llm" else None,
+        )
+        target = output / name if len(variants) > 1 else output
+        try:
+            result = run_priming(config, target, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
+        except (PrimingError, ValueError, OSError) as error:
+            fail(str(error))
+        splits = result.stats["splits"]
+        accuracy = {s: f"{100 * v['answer_accuracy']:.0f} %" for s, v in splits.items()}
+        rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "
+                     f"accepted {100 * result.acceptance_rate:.1f} % of {result.attempted:,}, accuracy {accuracy} → {target}"))
+        rows += [(f"  rejected: {reason}", f"{count:,}") for reason, count in result.rejected.items()]
+        rows += [(f"  {label}", value) for label, value in cleaning_rows(target, dedup, decontam)]
+    summary("Priming datasets", rows)
+
+
+@app.command("dedup")
+def dedup_command(
+    input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
+    threshold: Annotated[float, typer.Option(help="Jaccard similarity above which two texts are near duplicates.", min=0.05, max=0.99)] = 0.75,
+    ngrams: Annotated[int, typer.Option(help="Word shingle size of MinHash.", min=1)] = 5,
+    text_key: Annotated[Optional[str], typer.Option(help="Field compared (default: question if present, else text).")] = None,
+    id_key: IdKey = "id",
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+) -> None:
+    """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash).
+
+    Removed rows go to OUTPUT/rejects/duplicates.jsonl with the id of the row kept in their place.
+    The four MinHash stages run in order; with --executor slurm they are submitted as one chain of job
+    arrays: rerun the command when the last has finished. A rerun resumes unless the input or options changed.
+
+    Examples:
+
+        curate dedup 'corpus/*.jsonl' --output deduped/ --threshold 0.8
+
+        curate dedup datasets/math_rl --output datasets/math_rl      # in place, card section updated
+
+        curate dedup /shared/corpus --output /shared/deduped --tasks 256 --executor slurm --slurm-partition cpu
+    """
+    from curate.pipelines.dedup import dedup
+    from curate.pipelines.executors import JobSubmitted
+
+    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, 0)
+    started = time.perf_counter()
+    try:
+        result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
+                       tasks=tasks, workers=workers, executor=runs_on)
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (FileNotFoundError, RuntimeError, ValueError) as error:
+        fail(str(error))
+    seconds = time.perf_counter() - started
+    summary(f"Deduplicated → {output}", [
+        ("read", f"{result.read:,}"), ("exact duplicates", f"{result.exact_removed:,}"),
+        ("near duplicates", f"{result.near_removed:,}"), ("kept", f"{result.kept:,}"),
+        ("unreadable (in rejects/)", f"{result.unreadable:,}"),
+        ("documents/s", f"{result.read / seconds:,.0f}" if seconds > 0 else "-"),
+        ("removed rows", str(output / "rejects" / "duplicates.jsonl")),
+    ])
+
+
+@app.command("decontam")
+def decontam_command(
+    input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
+    against: Annotated[str, typer.Option(help="Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, "
+                                         "mmlu_stem, arc_challenge, aime24, amc23), files or hf:ORG/NAME@split; "
+                                         "'=FIELD+FIELD' picks a source's text fields.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
+    fields: Annotated[Optional[str], typer.Option(help="Comma-separated row fields to check (default: question,answer if present, else text).")] = None,
+    ngrams: Annotated[int, typer.Option(help="Word n-gram size.", min=2)] = 13,
+    short_min_words: Annotated[int, typer.Option(help="A field shorter than --ngrams is matched whole if it has at least this many words (0: never).", min=0)] = 4,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of the built-in benchmarks (or $CURATE_BENCHMARKS_DIR).")] = None,
+    id_key: IdKey = "id",
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+) -> None:
+    """Remove rows that share an n-gram with benchmark items; every removal names the item and the n-gram.
+
+    The benchmark index is built here; the filter runs on the executor. With --executor slurm, rerun the
+    command when the job array has finished.
+
+    Examples:
+
+        curate decontam datasets/math_rl --against gsm8k,math500 --benchmarks-dir ../shared/data --output datasets/math_rl
+
+        curate decontam corpus.jsonl --against 'eval/aime.jsonl=problem+solution,hf:openai/gsm8k@test=question' -o clean/
+
+        curate decontam /shared/corpus --against /shared/eval/aime.jsonl=problem -o /shared/clean --tasks 256 --executor slurm --slurm-partition cpu
+    """
+    from curate.pipelines.decontam import BenchmarkError, decontaminate
+    from curate.pipelines.executors import JobSubmitted
+
+    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, 0)
+    started = time.perf_counter()
+    try:
+        result = decontaminate(
+            input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
+            id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
+            tasks=tasks, workers=workers, executor=runs_on,
+        )
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (BenchmarkError, FileNotFoundError, RuntimeError, ValueError) as error:
+        fail(str(error))
+    seconds = time.perf_counter() - started
+    rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]
+    rows += [(f"  {name} ({info['items']:,} items)", f"{result.hits.get(name, 0):,}") for name, info in result.index.benchmarks.items()]
+    rows += [("documents/s", f"{result.read / seconds:,.0f}" if seconds > 0 else "-"),
+             ("removed rows", str(output / "rejects" / "contaminated.jsonl"))]
+    summary(f"Decontaminated → {output}", rows)
+
+
+@app.command("mcqa")
+def mcqa(
+    input: Annotated[list[str], typer.Option("--input", "-i", help="File, directory, glob or hf:NAME[:SPLIT]; repeatable.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory (data/, rejects/, README.md).")],
+    format: Annotated[str, typer.Option("--format", help="auto | aqua | mmlu_csv | jsonl | arc | alpaca")] = "auto",
+    workers: Annotated[int, typer.Option(help="Processes checking answers with math-verify.")] = 1,
+    limit: Annotated[int, typer.Option(help="Read at most this many records per input (-1: all).")] = -1,
+    reformulate: Annotated[bool, typer.Option("--reformulate", help="LLM rewrite of each kept stem plus an LLM judge (Big-Math); needs --model.")] = False,
+    model: Annotated[Optional[str], typer.Option(help="--reformulate: the model (hub name or local dir).")] = None,
+    backend: Annotated[str, typer.Option(help="--reformulate: vllm, endpoint or transformers.")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    device: DeviceOption = "auto",
+    max_tokens: Annotated[int, typer.Option(help="--reformulate: generation budget per rewrite.", min=16)] = 1024,
+    concurrency: Annotated[Optional[int], typer.Option(help="--reformulate: requests in flight.", min=1)] = None,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the question).")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question overlaps these benchmarks (as `curate decontam --against`).")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+) -> None:
+    """Convert multiple choice to open-answer questions: keep items whose stem stands without its options and
+    whose gold option math-verify grades uniquely; every other item goes to rejects/ with its reason.
+
+    Examples:
+
+        curate mcqa --input ../shared/data/aqua/dev.json --output datasets/aqua-open
+
+        curate mcqa -i "mmlu/*_test.csv" -i mathqa/test.json --format auto --output datasets/mcqa-open --workers 4
+
+        curate mcqa -i mathqa/test.json --dedup --decontam aqua,mmlu_stem --benchmarks-dir ../shared/data -o out/
+
+        curate mcqa -i aqua/dev.json --reformulate --model Qwen/Qwen2.5-72B-Instruct --backend vllm -o datasets/aqua-open
+    """
+    from curate.builders.mcqa import FormatError, run_mcqa
+
+    if model and not reformulate:
+        fail("--model applies to --reformulate only")
+    if reformulate and not model:
+        fail("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
+    llm = {"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "max_tokens": max_tokens,
+           "temperature": 0.0, "concurrency": concurrency} if reformulate else None
+    started = time.perf_counter()
+    try:
+        result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit, dedup=dedup, decontam=decontam,
+                          benchmarks_dir=benchmarks_dir, reformulate=llm)
+    except (FormatError, FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    total = result.kept + result.rejected
+    rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
+    rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
+    rows += [(f"type: {kind}", f"{n:,}") for kind, n in result.answer_types.items()]
+    rows += cleaning_rows(output, dedup, decontam)
+    rows += [("seconds", f"{time.perf_counter() - started:.1f}"), ("dataset", str(output / "data")),
+             ("rejects", str(output / "rejects" / "rejects.jsonl")), ("card", str(output / "README.md"))]
+    summary(f"MCQA → open answer: {output}", rows)
+
+
+@app.command("cpt")
+def cpt(
+    tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v2).")],
+    texts: Annotated[str, typer.Option(help="The corpus the tags were made from (file, folder, glob or hf:NAME).")],
+    tokens: Annotated[str, typer.Option(help="Token budget of each set, e.g. 8.3M.")],
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer (path or hub name) that counts and packs the tokens.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder: enriched/, minimized/, exports/.")],
+    behaviors: Annotated[str, typer.Option(help="Chosen behaviors (comma-separated).")] = ",".join(BEHAVIOR_NAMES),
+    min_behaviors: Annotated[int, typer.Option("--min-behaviors", "-k", help="Enriched: at least k chosen behaviors.", min=1)] = 1,
+    min_count: Annotated[int, typer.Option(help="A behavior counts as shown from this many instances.", min=1)] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
+    tolerance: Annotated[float, typer.Option(help="Allowed relative gap of each token total to the budget.")] = 0.01,
+    length_bins: Annotated[int, typer.Option(help="Length strata for matching the two length distributions.", min=1)] = 10,
+    length_match: Annotated[str, typer.Option(help="common: cut both pools to their common length range and fill both "
+                                              "to the length profile both can supply; range: the cut only; none: "
+                                              "stratified filling only.")] = "common",
+    length_trim: Annotated[float, typer.Option(help="Quantile trimmed off each end of each pool before the common "
+                                               "length range is taken.", min=0.0, max=0.49)] = 0.025,
+    oversample: Annotated[float, typer.Option(help="Candidates read into each pool, as a multiple of the budget (at the "
+                                              "most characters a token takes): more gives the matching more to "
+                                              "choose from.", min=1.0)] = 2.0,
+    domain_key: Annotated[Optional[str], typer.Option(help="Tag column or corpus field to match the domain mix on "
+                                                      "(default: a `domain` tag column where there is one).")] = None,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and near duplicates from the candidates first.")] = False,
+    decontam: Annotated[Optional[str], typer.Option(help="Remove candidates overlapping these benchmarks.")] = None,
+    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    rewrite: Annotated[bool, typer.Option("--rewrite", help="Rewrite both sets as question / thoughts / answer.")] = False,
+    model: Annotated[Optional[str], typer.Option(help="--rewrite: the model (path or name).")] = None,
+    backend: Annotated[str, typer.Option(help="--rewrite: vllm, endpoint or transformers.")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY.")] = None,
+    max_doc_tokens: Annotated[int, typer.Option(help="--rewrite: documents cut to this many model tokens.", min=16)] = 3072,
+    max_new_tokens: Annotated[int, typer.Option(help="--rewrite: generation limit per document.", min=1)] = 4096,
+    tp: Annotated[int, typer.Option(help="--backend vllm: tensor parallel size.", min=1)] = 1,
+    dp: Annotated[int, typer.Option(help="--backend vllm: data parallel size.", min=1)] = 1,
+    concurrency: Annotated[Optional[int], typer.Option(help="--rewrite: requests in flight.", min=1)] = None,
+    pack_length: Annotated[int, typer.Option(help="Tokens per packed sequence.", min=2)] = 4096,
+    pack_format: Annotated[str, typer.Option(help="Packed sequences as parquet or memmap (tokens.bin).")] = "parquet",
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    license: Annotated[str, typer.Option(help="License of the source text, for the cards.")] = "other",
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: Annotated[int, typer.Option(help="--rewrite: GPUs per model server (ray and slurm reserve them; "
+                                               "local gives each task its own). The corpus pass uses none.", min=0)] = 0,
+) -> None:
+    """Build behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports.
+
+    The pass over the corpus (token counting) and the --rewrite job run on --executor; with slurm each is
+    submitted in turn: rerun the command when the job has finished, and it continues from there.
+
+    Examples:
+
+        curate cpt --tags tags/cues_v2 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
+
+        curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
+            --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
+
+        curate cpt --tags /shared/tags/cues_v2 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
+    """
+    from curate.builders.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
+    from curate.pipelines.executors import JobSubmitted
+
+    try:
+        chosen = parse_behavior_list(behaviors)
+        if not chosen:
+            raise UnknownBehaviorError("--behaviors is empty")
+        selection = CPTSelection(behaviors=chosen, min_behaviors=min_behaviors, min_count=min_count, seed=seed)
+        if rewrite and not model:
+            raise CPTError("--rewrite needs --model")
+    except (UnknownBehaviorError, CPTError) as error:
+        fail(str(error))
+    spec = input_spec(texts, text_key, id_key, split, streaming)
+    options = RewriteOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
+                             max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
+    if gpus_per_task and not rewrite:
+        fail("--gpus-per-task applies to --rewrite only")
+    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
+    try:
+        result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
+                         length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+                         rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
+                         license=license, oversample=oversample, executor=runs_on)
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (CPTError, FileNotFoundError, RuntimeError, ValueError) as error:
+        fail(str(error))
+    report = result.report
+    rows = [
+        ("budget", f"{report.budget:,} tokens (± {100 * report.tolerance:g} %)"),
+        ("enriched", f"{report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens"),
+        ("minimized", f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens"),
+        ("length KS statistic", f"{report.ks_statistic:.4f}"),
+        ("candidates", f"{result.pools.get('enriched', 0):,} enriched / {result.pools.get('minimized', 0):,} minimized"),
+    ]
+    if report.length_match != "none":
+        from curate.builders.cpt import length_removed
+
+        removed = length_removed(result.pools, report)
+        span = f"{report.length_range[0]:,}-{report.length_range[1]:,} tokens" if report.length_range else "-"
+        rows.append((f"length match ({report.length_match})", f"common range {span}; removed {removed['enriched']:,} "
+                                                             f"enriched / {removed['minimized']:,} minimized candidates"))
+    if result.rewrite:
+        for variant in ("enriched", "minimized"):
+            dropped = result.rewrite.dropped[variant]
+            rows.append((f"{variant} rewritten", f"{result.rewrite.kept[variant]:,} kept, {sum(dropped.values()):,} dropped "
+                                                 f"({', '.join(f'{k}: {v}' for k, v in dropped.items()) or 'none'})"))
+    if result.rejects:
+        rows.append(("rejected records", ", ".join(f"{k}: {v:,}" for k, v in result.rejects.items())))
+    rows += [("cards", f"{output}/enriched/README.md, {output}/minimized/README.md"), ("exports", str(output / "exports"))]
+    summary(f"CPT corpora → {output}", rows)
+

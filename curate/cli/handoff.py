@@ -1,0 +1,339 @@
+"""Commands that hand datasets to trainers: export, reward-path, audit-verifier, filter-passrate,
+audit-policy, handoff, publish."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from curate.cli.app import app, console
+from curate.cli.options import (
+    BackendOption,
+    ClassifierOption,
+    ConcurrencyOption,
+    CpusPerTask,
+    DataParallelOption,
+    DeviceOption,
+    EndpointOption,
+    ExecutorKind,
+    GpusPerTask,
+    MaxTokensOption,
+    MemPerCpu,
+    RayAddress,
+    ServerArgOption,
+    SlurmDryRun,
+    SlurmPartition,
+    SlurmQos,
+    SlurmTime,
+    SystemOption,
+    Tasks,
+    TemperatureOption,
+    TensorParallelOption,
+    TopPOption,
+    Workers,
+    executor_options,
+    fail,
+    sampling_options,
+    summary,
+)
+
+
+@app.command()
+def publish(
+    directory: Annotated[Path, typer.Argument(help="A built dataset: data files + README.md card.")],
+    repo_id: Annotated[str, typer.Option("--repo-id", help="Dataset repo on the Hub, ORG/NAME.")],
+    private: Annotated[bool, typer.Option(help="Create the repo private (an existing repo keeps its visibility).")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Validate and list what would be uploaded; upload nothing.")] = False,
+    include_rejects: Annotated[bool, typer.Option(help="Upload rejects/ (records dropped, with reasons) too.")] = True,
+    endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")] = None,
+    message: Annotated[Optional[str], typer.Option(help="Commit message.")] = None,
+) -> None:
+    """Check a dataset (loads with `datasets`; card metadata license, task_categories, size_categories,
+    configs) and push it to the Hugging Face Hub as one commit. The token comes from HF_TOKEN and is never printed.
+
+    Examples:
+
+        curate publish datasets/backtracking --repo-id my-org/backtracking --dry-run
+
+        HF_TOKEN=hf_... curate publish datasets/backtracking --repo-id my-org/backtracking --private
+    """
+    from curate.handoff.publish import InvalidDatasetError, UploadError
+    from curate.handoff.publish import publish as run_publish
+
+    try:
+        result = run_publish(directory, repo_id, private=private, dry_run=dry_run, include_rejects=include_rejects,
+                             endpoint=endpoint, commit_message=message)
+    except (InvalidDatasetError, ValueError) as error:
+        fail(str(error))
+    except UploadError as error:
+        console.print(f"[bold red]upload failed:[/] {error}")
+        raise typer.Exit(1)
+    plan = result.plan
+    if dry_run:
+        table = Table(title=f"Would upload to {repo_id} ({'private' if private else 'public'})", title_justify="left")
+        table.add_column("path in repo")
+        table.add_column("bytes", justify="right")
+        for f in plan.files:
+            table.add_row(f.path_in_repo, f"{f.size:,}")
+        console.print(table)
+    rows = [("repo", repo_id), ("files", f"{len(plan.files):,}"), ("bytes", f"{plan.total_bytes:,}")]
+    rows += [(f"rows {config}/{split}", f"{n:,}") for config, splits in plan.rows.items() for split, n in splits.items()]
+    if result.commit_url:
+        rows += [("commit", result.commit_url)] + [("deleted stale", p) for p in result.deleted]
+    summary("Dry run: nothing uploaded" if dry_run else f"Published {directory}", rows)
+
+
+@app.command("export")
+def export_dataset(
+    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet) or parquet file/folder.")],
+    to: Annotated[str, typer.Option("--to", help="verl | trl | openrlhf | sft | cpt")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (OUTPUT/data/SPLIT-*.parquet).")],
+    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own "
+                                                      "answer-format instruction; '' for none.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System message put before every prompt.")] = None,
+) -> None:
+    """Export a built dataset for a trainer: verl, TRL (GRPO), OpenRLHF, SFT {query, completion} or CPT text.
+
+    Examples:
+
+        curate export datasets/countdown --to verl --output exports/countdown-verl
+
+        curate export datasets/priming --to sft --output exports/priming-sft
+    """
+    from curate.handoff.export import ExportError, run_export
+
+    try:
+        result = run_export(dataset, to, output, instruction=instruction, system=system)
+    except ExportError as error:
+        fail(str(error))
+    rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
+    rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.rejected.items()]
+    rows += [("data", str(output / "data")), ("rejects", str(output / "rejects" / "export.jsonl"))]
+    summary(f"Exported {dataset} → {to}", rows)
+
+
+@app.command("reward-path")
+def reward_path() -> None:
+    """Print the reward module verl loads (`custom_reward_function.path`; name: `compute_score`) and the rewards.
+
+    Example:
+
+        python -m verl.trainer.main_ppo custom_reward_function.path=$(curate reward-path) ...
+    """
+    from curate.rewards import REWARD_PATH, REWARDS
+
+    for name, reward in sorted(REWARDS.items()):
+        console.print(f"[bold]{name}[/]: {reward.description}")
+    print(REWARD_PATH)
+
+
+@app.command("audit-verifier")
+def audit_verifier(
+    pairs: Annotated[Path, typer.Option(help="JSON lines {id, gold, candidate, equivalent[, type]}.")],
+    reward: Annotated[str, typer.Option(help="Registered reward (data_source or short name).")] = "math",
+    verdicts: Annotated[Optional[Path], typer.Option(help="Write each pair's verdict (id, verdict true/false/null).")] = None,
+    threads: Annotated[int, typer.Option(help="Pairs scored at the same time.", min=1)] = 4,
+    show: Annotated[int, typer.Option(help="Slowest cases and wrong verdicts to list.", min=0)] = 10,
+) -> None:
+    """Measure a reward's precision and recall on labeled answer pairs; warn when recall < 0.95.
+
+    Examples:
+
+        curate audit-verifier --pairs tests/verifier_pairs/pairs.jsonl
+
+        curate audit-verifier --pairs my_pairs.jsonl --reward curate/multihop --verdicts verdicts.jsonl
+    """
+    from curate.handoff.verifier_audit import RECALL_FLOOR, read_pairs, run_audit, write_verdicts
+    from curate.rewards import UnknownRewardError, get_reward
+
+    if not pairs.is_file():
+        fail(f"{pairs} does not exist")
+    try:
+        get_reward(reward)
+    except UnknownRewardError as error:
+        fail(str(error))
+    labeled, rejects = read_pairs(pairs)
+    for reject in rejects:
+        console.print(f"[yellow]skipped line {reject['line']}: {reject['reason']}[/]")
+    if not labeled:
+        fail(f"no valid pairs in {pairs}")
+    result = run_audit(labeled, reward=reward, threads=threads)
+
+    def pct(value):
+        return "-" if value is None else f"{100 * value:.1f} %"
+
+    table = Table(title=f"{result.reward} on {len(labeled):,} pairs ({result.seconds:.1f} s)")
+    for column in ["answer type", "pairs", "precision", "recall", "accuracy", "undecided"]:
+        table.add_column(column, justify="left" if column == "answer type" else "right")
+    for kind, m in [*result.by_type.items(), ("ALL", result.overall)]:
+        table.add_row(kind, f"{m.pairs:,}", pct(m.precision), pct(m.recall), pct(m.accuracy), f"{m.undecided:,}")
+    console.print(table)
+    if show:
+        slow = Table(title="slowest cases")
+        for column in ["id", "seconds", "verdict", "gold", "candidate"]:
+            slow.add_column(column)
+        for v in result.slowest(show):
+            slow.add_row(v.id, f"{v.seconds:.2f}", str(v.verdict), str(v.gold)[:40], v.candidate[:60])
+        console.print(slow)
+        wrong = Table(title="wrong verdicts (label → verdict)")
+        for column in ["id", "label", "verdict", "gold", "candidate"]:
+            wrong.add_column(column)
+        for v in result.errors()[:show]:
+            wrong.add_row(v.id, str(v.equivalent), str(v.verdict), str(v.gold)[:40], v.candidate[:60])
+        console.print(wrong)
+    if verdicts:
+        console.print(f"verdicts → {write_verdicts(result, verdicts)}")
+    if result.recall_warning:
+        console.print(f"[bold white on red] WARNING: recall {pct(result.overall.recall)} is below "
+                      f"{pct(RECALL_FLOOR)}: this verifier rejects correct answers, and RL with it can end worse "
+                      "than no RL at all. [/]")
+
+
+@app.command("filter-passrate")
+def filter_passrate(
+    dataset: Annotated[Path, typer.Option(help="Built dataset with RL columns (question, data_source, ground truth).")],
+    model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Filtered dataset (OUTPUT/data), samples (OUTPUT/rates).")],
+    k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 8,
+    band: Annotated[str, typer.Option(help="LOW,HIGH: keep prompts whose pass rate is strictly inside.")] = "0,1",
+    backend: BackendOption = "transformers",
+    endpoint_url: EndpointOption = None,
+    temperature: TemperatureOption = 1.0,
+    top_p: TopPOption = 1.0,
+    max_tokens: MaxTokensOption = 1024,
+    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
+    system: SystemOption = None,
+    device: DeviceOption = "auto",
+    concurrency: ConcurrencyOption = None,
+    tp: TensorParallelOption = 1,
+    dp: DataParallelOption = 1,
+    server_arg: ServerArgOption = None,
+    limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
+) -> None:
+    """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
+
+    Rerunning with another --band reuses the samples. Each task starts its own model server; with --executor
+    slurm, rerun the command when the job has finished. Examples:
+
+        curate filter-passrate --dataset datasets/math --model Qwen/Qwen2.5-1.5B-Instruct --backend vllm --k 8 --band 0,1 -o datasets/math-pr
+
+        curate filter-passrate --dataset datasets/math --model Qwen/Qwen2.5-1.5B-Instruct --k 8 --band 0.1,0.9 -o datasets/math-pr
+
+        curate filter-passrate --dataset /shared/math --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 16 --gpus-per-task 1 --executor slurm --slurm-partition gpu -o /shared/math-pr
+    """
+    from curate.pipelines.executors import JobSubmitted
+    from curate.handoff.passrate import PassRateError, parse_band, run_passrate_filter
+
+    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
+    try:
+        options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
+                                    device, concurrency, tp, dp, server_arg)
+        result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
+                                     executor=runs_on)
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (PassRateError, RuntimeError) as error:
+        fail(str(error))
+    sampling = result.sampling
+    rows = [(f"kept ({split})", f"{n:,}") for split, n in sorted(result.kept.items())]
+    rows += [(f"dropped: {reason}", f"{n:,}") for reason, n in result.rejected.most_common()]
+    rows += [(f"prompts with {c}/{result.k} correct", f"{n:,}") for c, n in sorted(result.histogram.items())]
+    rows += [("samples", f"{sampling.samples:,} ({sampling.completion_tokens:,} tokens, {sampling.seconds:.0f} s)"),
+             ("data", str(output / "data")), ("rejects", str(output / "rejects"))]
+    summary(f"Pass rate of {model} in ({band}) → {output}", rows)
+
+
+@app.command("audit-policy")
+def audit_policy(
+    model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Report, samples and prompts.")] = Path("policy-audit"),
+    task: Annotated[Optional[str], typer.Option(help="Generated task: countdown (default unless --dataset).")] = None,
+    dataset: Annotated[Optional[Path], typer.Option(help="Prompts from a built dataset with RL columns instead of a task.")] = None,
+    n: Annotated[int, typer.Option(help="Prompts.", min=1)] = 200,
+    k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the generated task prompts.")] = 0,
+    classifier: ClassifierOption = "cues",
+    backend: BackendOption = "transformers",
+    endpoint_url: EndpointOption = None,
+    temperature: TemperatureOption = 1.0,
+    top_p: TopPOption = 1.0,
+    max_tokens: MaxTokensOption = 1024,
+    system: SystemOption = None,
+    device: DeviceOption = "auto",
+    concurrency: ConcurrencyOption = None,
+    tp: TensorParallelOption = 1,
+    dp: DataParallelOption = 1,
+    server_arg: ServerArgOption = None,
+) -> None:
+    """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy.
+
+    Run it before RL: a model whose outputs never verify or backtrack needs priming first. Examples:
+
+        curate audit-policy --model Qwen/Qwen2.5-3B --task countdown --n 200 --backend vllm
+
+        curate audit-policy --model Qwen/Qwen2.5-1.5B-Instruct --dataset datasets/math --n 100 --k 4 --device cpu
+    """
+    from curate.handoff.passrate import PassRateError
+    from curate.handoff.policy_audit import PolicyAuditError, run_policy_audit
+
+    try:
+        options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system, device,
+                                    concurrency, tp, dp, server_arg)
+        result = run_policy_audit(output, options, task=task or (None if dataset else "countdown"), dataset=dataset, n=n,
+                                  seed=seed, classifier=classifier)
+    except (PolicyAuditError, PassRateError, RuntimeError) as error:
+        fail(str(error))
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    rows = [("samples / prompts", f"{result.samples:,} / {result.prompts:,}"),
+            ("accuracy", f"{pct(result.accuracy)} ({result.correct:,} / {result.scored:,} scored)"),
+            ("cut at the token limit / empty / request errors", f"{result.truncated:,} / {result.empty:,} / {result.request_errors:,}"),
+            ("samples without behavior labels", f"{result.unlabelled:,}")]
+    rows += [(f"{b}", f"{pct(r.rate)} of outputs; accuracy {pct(r.accuracy_with)} with, {pct(r.accuracy_without)} without")
+             for b, r in result.behaviors.items()]
+    rows.append(("report", str(output / "README.md")))
+    summary(f"Behavior audit of {model} on {result.task} ({result.classifier})", rows)
+
+
+@app.command("handoff")
+def handoff(
+    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet).")],
+    trainer: Annotated[str, typer.Option(help="verl | trl")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Kit directory: exports, config/scripts, README.md.")],
+    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
+    system: SystemOption = None,
+) -> None:
+    """Write what to run next: verl (config fragment + run_verl.sh) or TRL (train_sft.py / train_grpo.py), with the export.
+
+    Examples:
+
+        curate handoff datasets/math-pr --trainer verl --output kits/math-verl && MODEL=Qwen/Qwen2.5-3B kits/math-verl/run_verl.sh
+
+        curate handoff datasets/priming --trainer trl --output kits/priming && python kits/priming/train_sft.py --model Qwen/Qwen2.5-0.5B
+    """
+    from curate.handoff.kits import HandoffError, run_handoff
+
+    try:
+        result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
+    except HandoffError as error:
+        fail(str(error))
+    rows = [(f"{part} rows ({split})", f"{n:,}") for part, export in result.exports.items() for split, n in sorted(export.rows.items())]
+    rows += [(f"reward {name}", f"{n:,} rows") for name, n in sorted(result.data_sources.items())]
+    rows += [(f"skipped {part}", why) for part, why in result.skipped.items()]
+    rows += [("wrote", ", ".join(p.name for p in result.files))]
+    summary(f"{trainer} launch kit → {output}", rows)
+

@@ -1,0 +1,205 @@
+"""What the commands share: option types, the input spec, the executor options, errors and summaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.cli.app import console
+
+
+SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
+
+
+InputOption = Annotated[
+    Optional[str],
+    typer.Option("--input", "-i", help="File, directory, glob ('corpus/*.jsonl') or Hugging Face dataset 'hf:ORG/NAME'."),
+]
+
+
+TextKey = Annotated[str, typer.Option(help="Field holding the text.")]
+
+
+IdKey = Annotated[str, typer.Option(help="Field holding the document id; missing ids become 'source path/position'.")]
+
+
+Split = Annotated[str, typer.Option(help="Split of a Hugging Face dataset.")]
+
+
+Streaming = Annotated[bool, typer.Option(help="Stream a Hugging Face dataset instead of downloading it.")]
+
+
+ClassifierOption = Annotated[
+    str, typer.Option("--classifier", "-c", help="Registered classifier ('cues' = newest cues_vN, or a versioned name).")
+]
+
+
+Tasks = Annotated[int, typer.Option(help="datatrove tasks (input files are split among them).", min=1)]
+
+
+Workers = Annotated[int, typer.Option(help="Tasks run at the same time.", min=1)]
+
+
+ExecutorKind = Annotated[str, typer.Option("--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array).")]
+
+
+RayAddress = Annotated[Optional[str], typer.Option(help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")]
+
+
+SlurmPartition = Annotated[Optional[str], typer.Option(help="Slurm partition (--executor slurm).")]
+
+
+SlurmTime = Annotated[str, typer.Option(help="Slurm time limit per task.")]
+
+
+SlurmQos = Annotated[Optional[str], typer.Option(help="Slurm QOS.")]
+
+
+SlurmDryRun = Annotated[bool, typer.Option("--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing.")]
+
+
+CpusPerTask = Annotated[int, typer.Option(help="CPUs reserved per task (ray, slurm).", min=1)]
+
+
+MemPerCpu = Annotated[float, typer.Option("--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm).")]
+
+
+DeviceOption = Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")]
+
+
+GpusPerTask = Annotated[int, typer.Option(
+    help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the visible GPUs.", min=0)]
+
+
+def executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpus, mem, gpus):
+    from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions
+
+    options = ExecutorOptions(kind=kind, ray_address=ray_address, partition=partition, time=time_limit, qos=qos,
+                              dry_run=dry_run, cpus_per_task=cpus, mem_per_cpu_gb=mem, gpus_per_task=gpus)
+    try:
+        options.validate()
+    except ExecutorConfigError as error:
+        fail(str(error))
+    return options
+
+
+def submitted(error) -> None:
+    console.print(f"[yellow]{error}[/]")
+    raise typer.Exit(0)
+
+
+def fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def input_spec(input: str | None, text_key: str, id_key: str, split: str, streaming: bool):
+    from curate.pipelines.readers import InputSpec
+
+    if input is None:
+        console.print(f"[yellow]No --input given: using the bundled sample corpus ({SAMPLE_CORPUS}).[/]")
+        input = str(SAMPLE_CORPUS / "*.jsonl")
+    spec = InputSpec(path=input, text_key=text_key, id_key=id_key, split=split, streaming=streaming)
+    if not spec.is_hub:
+        try:
+            spec.folder_and_pattern()
+        except FileNotFoundError as error:
+            fail(str(error))
+    return spec
+
+
+def summary(title: str, rows: list[tuple[str, str]]) -> None:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def tag_rows(tags_dir: Path, rejects_dir: Path, seconds: float) -> list[tuple[str, str]]:
+    from curate.pipelines.query import behavior_stats, count_rejects, parquet_files
+
+    stats = behavior_stats(tags_dir)[0] if parquet_files(tags_dir) else None
+    rejects = count_rejects(rejects_dir)
+    tagged = stats.documents - stats.errors if stats else 0
+    read = (stats.documents if stats else 0) + sum(rejects.values())
+    rows = [
+        ("read", f"{read:,}"),
+        ("tagged", f"{tagged:,}"),
+        ("classifier errors (counts null)", f"{stats.errors if stats else 0:,}"),
+        ("rejected", f"{sum(rejects.values()):,}" + (f"  ({', '.join(f'{k}: {v}' for k, v in rejects.items())})" if rejects else "")),
+        ("characters", f"{stats.characters if stats else 0:,}"),
+        ("documents/s", f"{read / seconds:,.1f}" if seconds > 0 else "-"),
+    ]
+    if stats:
+        rows += [(f"  with {b}", f"{stats.present[b]:,} ({100 * stats.prevalence[b]:.1f} %)") for b in BEHAVIOR_NAMES]
+    if rejects:
+        rows.append(("rejects kept in", str(rejects_dir)))
+    return rows
+
+
+def cleaning_rows(output: Path, dedup: bool, decontam: str | None) -> list[tuple[str, str]]:
+    """Summary lines of a builder's --dedup / --decontam, from the reports they leave in OUTPUT/.curate/."""
+    import json
+
+    rows = []
+    if dedup:
+        report = json.loads((output / ".curate" / "dedup.json").read_text())
+        rows.append(("duplicates removed", f"{report['exact_removed']:,} exact, {report['near_removed']:,} near "
+                                           f"(of {report['read']:,})"))
+    if decontam:
+        report = json.loads((output / ".curate" / "decontam.json").read_text())
+        hits = ", ".join(f"{name} {n:,}" for name, n in report["hits"].items()) or "none"
+        rows.append(("contaminated removed", f"{report['removed']:,} of {report['read']:,} ({hits})"))
+    return rows
+
+
+def sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system, device,
+                      concurrency, tp, dp, server_arg):
+    from curate.handoff.passrate import SamplingOptions
+
+    server_args = {}
+    for item in server_arg or []:
+        key, sep, value = item.partition("=")
+        server_args[key.strip().lstrip("-")] = value if sep else True
+    return SamplingOptions(model=model, k=k, backend=backend, endpoint_url=endpoint_url, temperature=temperature,
+                           top_p=top_p, max_tokens=max_tokens, instruction=instruction, system=system, device=device,
+                           concurrency=concurrency, tp=tp, dp=dp, server_args=server_args)
+
+
+BackendOption = Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")]
+
+
+EndpointOption = Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")]
+
+
+ServerArgOption = Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable.")]
+
+
+# Sampling options shared by the commands that sample a policy (filter-passrate, audit-policy).
+TemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.", min=0)]
+
+
+TopPOption = Annotated[float, typer.Option(help="Nucleus sampling.")]
+
+
+MaxTokensOption = Annotated[int, typer.Option(help="Generation budget per sample.", min=1)]
+
+
+SystemOption = Annotated[Optional[str], typer.Option(help="System message before every prompt.")]
+
+
+ConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)]
+
+
+TensorParallelOption = Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)]
+
+
+DataParallelOption = Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)]
+
+

@@ -1,0 +1,368 @@
+"""Commands that label a corpus: tag, tag-llm, eval-gate, stats, distill, classifiers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.cli.app import app, console
+from curate.cli.options import (
+    ClassifierOption,
+    CpusPerTask,
+    DataParallelOption,
+    DeviceOption,
+    ExecutorKind,
+    GpusPerTask,
+    IdKey,
+    InputOption,
+    MemPerCpu,
+    RayAddress,
+    SlurmDryRun,
+    SlurmPartition,
+    SlurmQos,
+    SlurmTime,
+    Split,
+    Streaming,
+    Tasks,
+    TextKey,
+    Workers,
+    executor_options,
+    fail,
+    input_spec,
+    summary,
+    tag_rows,
+)
+
+
+@app.command()
+def tag(
+    input: InputOption = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/CLASSIFIER/.")] = Path("tags"),
+    classifier: ClassifierOption = "cues",
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
+    limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
+    model: Annotated[Optional[str], typer.Option(help="--classifier llm/cascade: the model (hub name or local dir).")] = None,
+    backend: Annotated[str, typer.Option(help="--classifier llm/cascade: vllm, endpoint or transformers (as `curate tag-llm`).")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    mode: Annotated[str, typer.Option(help="--classifier llm: per-behavior or joint.")] = "per-behavior",
+    structured: Annotated[bool, typer.Option(help="--classifier llm: ask the server for JSON by schema.")] = False,
+    gate: Annotated[Optional[str], typer.Option(help="--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.")] = None,
+    device: DeviceOption = "auto",
+    max_doc_tokens: Annotated[int, typer.Option(help="--classifier llm: truncate documents to this many model tokens.", min=16)] = 3072,
+    concurrency: Annotated[Optional[int], typer.Option(help="--classifier llm: requests in flight.", min=1)] = None,
+    server_arg: Annotated[Optional[list[str]], typer.Option(help="--classifier llm: extra server flag KEY=VALUE, repeatable.")] = None,
+) -> None:
+    """Tag a corpus: write one attribute row per document to OUTPUT/CLASSIFIER/ (parquet).
+
+    `--classifier llm --model M --backend vllm|endpoint|transformers` (or `cascade`) runs `curate tag-llm`.
+
+    A rerun skips finished tasks (also after a kill, and across executors). Examples:
+
+        curate tag --input 'corpus/*.jsonl' --output tags/ --tasks 64 --workers 2
+
+        curate tag --input /shared/corpus --output /shared/tags --tasks 512 --executor ray --ray-address auto
+
+        curate tag --input /shared/corpus --output /shared/tags --tasks 512 --executor slurm --slurm-partition cpu --slurm-dry-run
+
+        curate tag --input 'corpus/*.parquet' --text-key text --output tags/ --classifier cues
+
+        curate tag --input hf:open-web-math/open-web-math --streaming --limit 100000 --output tags/
+
+        curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --input 'owm/*.parquet' -o tags/
+
+        curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
+    """
+    from curate.classifiers import UnknownClassifierError, resolve_name
+    from curate.pipelines.executors import JobSubmitted
+    from curate.pipelines.tag import TagsMismatchError, run_tagging
+
+    try:
+        resolved, _ = resolve_name(classifier)
+    except UnknownClassifierError as error:
+        fail(str(error))
+    if resolved.startswith(("llm_", "cascade_")):
+        if not model:
+            fail(f"--classifier {classifier} needs --model M (and --backend vllm|endpoint|transformers)")
+        tag_llm(model=model, input=input, output=output, backend=backend, endpoint_url=endpoint_url, mode=mode,
+                structured=structured, max_doc_tokens=max_doc_tokens, gate=gate or ("cues" if resolved.startswith("cascade_") else None),
+                device=device, concurrency=concurrency, server_arg=server_arg, text_key=text_key, id_key=id_key, split=split,
+                streaming=streaming, tasks=tasks, workers=workers, limit=limit, executor=executor, ray_address=ray_address,
+                slurm_partition=slurm_partition, slurm_time=slurm_time, slurm_qos=slurm_qos, slurm_dry_run=slurm_dry_run,
+                cpus_per_task=cpus_per_task, mem_per_cpu_gb=mem_per_cpu_gb, gpus_per_task=gpus_per_task)
+        return
+    if model:
+        fail("--model applies to --classifier llm or cascade only")
+
+    spec = input_spec(input, text_key, id_key, split, streaming)
+    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
+    started = time.perf_counter()
+    try:
+        result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
+                             executor=runs_on)
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
+        fail(str(error))
+    summary(f"Tagged → {result.tags_dir}", tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started))
+
+
+@app.command()
+def stats(
+    directory: Annotated[Path, typer.Argument(help="Tags root, one classifier's shards, or a built dataset.")],
+    plot: Annotated[Optional[Path], typer.Option(help="Also draw prevalence and co-occurrence to this PNG.")] = None,
+) -> None:
+    """Prevalence, co-occurrence, count histogram and null rate per behavior (DuckDB over the shards).
+
+    Example:
+
+        curate stats tags/ --plot prevalence.png
+    """
+    from curate.data_cards.plots import plot_prevalence
+    from curate.pipelines.query import HISTOGRAM_BUCKETS, behavior_stats, parquet_files
+
+    if not directory.exists():
+        fail(f"{directory} does not exist")
+    if not parquet_files(directory):
+        fail(f"no parquet shards under {directory}; run `curate tag` first")
+    all_stats = behavior_stats(directory)
+    for s in all_stats:
+        table = Table(title=f"{s.classifier}: {s.documents:,} documents, {s.characters:,} characters, {s.errors:,} errors")
+        for column in ["behavior", "documents", "prevalence", "mean count", "null rate", *HISTOGRAM_BUCKETS]:
+            table.add_column(column, justify="left" if column == "behavior" else "right")
+        for b in BEHAVIOR_NAMES:
+            table.add_row(
+                b, f"{s.present[b]:,}", f"{100 * s.prevalence[b]:.1f} %", f"{s.mean_count_when_present[b]:.2f}",
+                f"{100 * s.null_rate[b]:.1f} %", *[f"{s.histogram[b][k]:,}" for k in HISTOGRAM_BUCKETS],
+            )
+        console.print(table)
+        co = Table(title="co-occurrence (documents with both)")
+        co.add_column("")
+        for b in BEHAVIOR_NAMES:
+            co.add_column(b, justify="right")
+        for a in BEHAVIOR_NAMES:
+            co.add_row(a, *[f"{s.cooccurrence[a][b]:,}" for b in BEHAVIOR_NAMES])
+        console.print(co)
+        console.print(f"any behavior: {s.any_behavior:,}   none: {s.no_behavior:,}")
+    if plot:
+        console.print(f"plot → {plot_prevalence(all_stats, plot)}")
+
+
+@app.command("tag-llm")
+def tag_llm(
+    model: Annotated[str, typer.Option(help="Model: hub name or local directory (also the tokenizer unless --tokenizer).")],
+    input: InputOption = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).")] = Path("tags"),
+    backend: Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")] = "transformers",
+    endpoint_url: Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    mode: Annotated[str, typer.Option(help="per-behavior (four requests sharing the document prefix) or joint (one JSON answer).")] = "per-behavior",
+    structured: Annotated[bool, typer.Option(help="Ask the server for JSON by schema (response_format).")] = False,
+    max_doc_tokens: Annotated[int, typer.Option(help="Truncate documents to this many model tokens, at the last newline.", min=16)] = 3072,
+    max_answer_tokens: Annotated[Optional[int], typer.Option(help="Generation budget per answer (default 48 per-behavior, 96 joint).", min=1)] = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
+    gate: Annotated[Optional[str], typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
+    tp: Annotated[Optional[int], typer.Option(help="vLLM tensor parallelism (default: --gpus-per-task, else 1).", min=1)] = None,
+    dp: DataParallelOption = 1,
+    server_arg: Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9")] = None,
+    device: DeviceOption = "auto",
+    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default: vllm 256, endpoint 32, transformers 4).", min=1)] = None,
+    request_timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.", min=1)] = 300.0,
+    records_per_chunk: Annotated[int, typer.Option(help="Documents per checkpoint chunk (a killed run resumes from the last one).", min=1)] = 500,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+    tasks: Tasks = 1,
+    workers: Workers = 1,
+    limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    slurm_partition: SlurmPartition = None,
+    slurm_time: SlurmTime = "24:00:00",
+    slurm_qos: SlurmQos = None,
+    slurm_dry_run: SlurmDryRun = False,
+    cpus_per_task: CpusPerTask = 1,
+    mem_per_cpu_gb: MemPerCpu = 2.0,
+    gpus_per_task: GpusPerTask = 0,
+) -> None:
+    """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
+
+    Shards land in OUTPUT/llm_v1/ with the raw answers for audit; `curate build --tags OUTPUT --classifier llm`
+    then selects from them. Rerunning resumes. Every task starts its own server; with --gpus-per-task N each
+    server gets N GPUs of its own (vLLM's --tp defaults to N). Examples:
+
+        curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --input 'owm/*.parquet' -o tags/
+
+        curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
+
+        curate tag-llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 64 --workers 16 --gpus-per-task 2 --executor slurm --slurm-partition gpu --input /shared/owm -o /shared/tags
+
+        curate tag-llm --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 32 --workers 8 --gpus-per-task 1 --executor ray --ray-address auto --input /shared/owm -o /shared/tags
+
+        CURATE_API_KEY=... curate tag-llm --model gpt-4o-mini --tokenizer Qwen/Qwen2.5-7B-Instruct --backend endpoint --endpoint-url https://api.openai.com/v1 --mode joint --structured
+
+        curate tag-llm --model Qwen/Qwen2.5-0.5B-Instruct --backend transformers --device cpu --gate cues --limit 50
+    """
+    from curate.pipelines.executors import JobSubmitted
+    from curate.pipelines.llm_tag import LLMTagConfigError, LLMTagOptions, run_llm_tagging
+    from curate.pipelines.tag import TagsMismatchError
+
+    server_args = {}
+    for item in server_arg or []:
+        key, sep, value = item.partition("=")
+        server_args[key.strip().lstrip("-")] = value if sep else True
+    options = LLMTagOptions(
+        model=model, backend=backend, mode=mode, structured=structured, max_doc_tokens=max_doc_tokens,
+        max_answer_tokens=max_answer_tokens, tokenizer=tokenizer, endpoint_url=endpoint_url, tp=tp, dp=dp,
+        server_args=server_args, concurrency=concurrency, request_timeout=request_timeout,
+        records_per_chunk=records_per_chunk, gate=gate, device=device,
+    )
+    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
+    spec = input_spec(input, text_key, id_key, split, streaming)
+    try:
+        result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
+    except JobSubmitted as submitted:
+        submitted(submitted)
+    except (LLMTagConfigError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
+        fail(str(error))
+    rows = [r for r in tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]
+    rows += [
+        ("sent to the LLM", f"{result.llm_documents:,}"),
+        ("requests", f"{result.requests:,}"),
+        ("request failures (counts null)", f"{result.request_failures:,}"),
+        *[(k, f"{100 * v:.1f} %" if k == "parse-failure rate" else f"{v:,.1f}") for k, v in result.rates().items()],
+        ("prompt / generated tokens", f"{result.prompt_tokens:,} / {result.completion_tokens:,}"),
+    ]
+    summary(f"LLM-tagged → {result.tags_dir}", rows)
+
+
+@app.command("eval-gate")
+def eval_gate(
+    labels: Annotated[Path, typer.Option(help="LLM tags (e.g. tags/llm_v1) to measure the gate against.")],
+    input: InputOption = None,
+    gate: Annotated[str, typer.Option(help="The cheap classifier used as the gate.")] = "cues",
+    sample: Annotated[int, typer.Option(help="LLM-labelled documents to sample.", min=1)] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+) -> None:
+    """Recall of a cascade gate against LLM labels on a sample, and the share of LLM requests it saves.
+
+    Example:
+
+        curate eval-gate --labels tags/llm_v1 --input 'owm/*.parquet' --gate cues --sample 5000
+    """
+    from curate.pipelines.llm_tag import evaluate_gate
+
+    spec = input_spec(input, text_key, id_key, split, streaming)
+    try:
+        report, missing = evaluate_gate(spec, labels, gate=gate, sample=sample, seed=seed)
+    except (FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    rows = [
+        ("documents compared", f"{report.documents:,}"),
+        ("LLM rows without counts (skipped)", f"{report.skipped_unlabelled:,}"),
+        ("labelled ids not found in the input", f"{missing:,}"),
+        ("recall, any behavior", pct(report.any_recall)),
+        *[(f"  recall, {b}", f"{pct(r)}  (of {report.llm_positive[b]:,})") for b, r in report.recall.items()],
+        ("LLM requests saved", pct(report.requests_saved)),
+    ]
+    summary(f"Gate {gate} vs {labels}", rows)
+
+
+@app.command("distill")
+def distill(
+    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v2 or tags/llm_v1).")],
+    texts: Annotated[str, typer.Option(help="The corpus those tags were made from (file, directory, glob or hf:NAME).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
+    embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
+    max_chunks: Annotated[int, typer.Option(help="Token windows embedded per long document, spread over it.", min=1)] = 8,
+    validation: Annotated[float, typer.Option(help="Share of documents for choosing thresholds.", min=0.05, max=0.45)] = 0.15,
+    test: Annotated[float, typer.Option(help="Share of documents held out for the report.", min=0.05, max=0.45)] = 0.15,
+    min_positives: Annotated[int, typer.Option(help="Fewer positive (or negative) training labels: no head, and a warning.", min=1)] = 5,
+    regularization: Annotated[float, typer.Option(help="Inverse L2 strength C of the logistic-regression heads.", min=1e-6)] = 1.0,
+    seed: Annotated[int, typer.Option(help="Seed of the train/validation/test split.")] = 0,
+    limit: Annotated[int, typer.Option(help="Use at most this many labelled documents (-1: all).")] = -1,
+    batch_size: Annotated[int, typer.Option(help="Text windows per embedding batch.", min=1)] = 64,
+    text_key: TextKey = "text",
+    id_key: IdKey = "id",
+    split: Split = "train",
+    streaming: Streaming = False,
+) -> None:
+    """Distil a classifier's labels into heads on sentence embeddings (`distilled_v1`), for tagging at corpus scale on CPU.
+
+    Examples:
+
+        curate tag --input corpus/ --classifier cues --output tags
+
+        curate distill --labels tags/cues_v2 --texts corpus/ --output models/distilled-cues
+
+        curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
+
+        curate tag-llm --gate distilled:models/distilled-cues ...   (the heads as the cascade's gate)
+    """
+    from curate.pipelines.distill import DistillError, train_distilled
+
+    spec = input_spec(texts, text_key, id_key, split, streaming)
+    try:
+        report = train_distilled(
+            labels, spec, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
+            min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
+        )
+    except (DistillError, FileNotFoundError) as error:
+        fail(str(error))
+    table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
+    for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
+        table.add_column(column, justify="left" if column == "behavior" else "right")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    for r in report.behaviors:
+        c = r.label_counts
+        table.add_row(
+            r.behavior, f"{c['train']['positive']}/{c['train']['negative']}", f"{c['test']['positive']}/{c['test']['negative']}",
+            fmt(r.threshold), fmt(r.precision), fmt(r.recall), fmt(r.f1), fmt(r.auc),
+            "-" if r.accuracy is None else f"{r.accuracy:.3f} ({r.majority_accuracy:.3f})",
+        )
+    console.print(table)
+    summary("Run", [
+        ("documents used", f"{report.documents:,}"),
+        ("labelled ids without a text", f"{report.unmatched_ids:,}"),
+        ("rejected records skipped", f"{report.skipped_rejects:,}"),
+        ("embedding model", report.embedding_model),
+        ("seconds", f"{report.seconds:.1f}"),
+    ])
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+@app.command("classifiers")
+def list_classifiers() -> None:
+    """List the registered classifiers."""
+    from curate.classifiers import registered_names
+
+    for name in registered_names():
+        console.print(name)
+

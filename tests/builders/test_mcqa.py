@@ -1,0 +1,162 @@
+import json
+import threading
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate.builders.mcqa import (
+    Answer, Converted, FormatError, MCItem, Rejected, _parse, _verify, convert_bounded, detect_format,
+    normalize_option, parse_answer, read_items, reason_code, run_mcqa,
+)
+
+
+def by_id(path, ids):
+    wanted = set(ids)
+    return {i.id: i for i in read_items(str(path)) if i.id in wanted}
+
+
+def test_readers_detect_each_layout(shared_data):
+    aqua = list(read_items(str(shared_data / "aqua/dev.json"), limit=5))
+    assert all(isinstance(i, MCItem) for i in aqua) and aqua[0].id == "aqua/dev:0"
+    assert aqua[0].options["A"] == "32400" and aqua[0].gold_letter == "A"
+
+    mmlu = list(read_items(str(shared_data / "mmlu_math/elementary_mathematics_dev.csv")))
+    assert len(mmlu) == 5 and set(mmlu[0].options) == {"A", "B", "C", "D"}
+
+    qwen = next(read_items(str(shared_data / "mmlu_stem_qwen/test.jsonl"), limit=1))
+    assert qwen.gold_letter == "C" and len(qwen.options) == 4  # 0-based index 2
+
+    mathqa = list(read_items(str(shared_data / "llm_adapters/mathqa_test.json")))
+    assert len(mathqa) == 2985 and all(isinstance(i, MCItem) for i in mathqa)  # incl. the rows with a list repr
+    assert mathqa[0].options["D"] == "data inadequate" and "The options" not in mathqa[0].question
+
+    arc = next(read_items(str(shared_data / "llm_adapters/arc_challenge_train.json"), limit=1))
+    assert arc.gold_letter == "A" and arc.options["B"] == "wet palms" and "Answer1" not in arc.question
+
+
+def test_header_csv_and_generic_json(tmp_path):
+    (tmp_path / "h.csv").write_text("question,A,B,C,D,answer\nWhat is 2+3?,4,5,6,7,1\n")
+    (item,) = read_items(str(tmp_path / "h.csv"))
+    assert item.gold_letter == "B" and item.options["B"] == "5"
+    rows = [
+        {"id": "q1", "question": "What is 7*6?", "options": {"A": "42", "B": "48"}, "answer": "A"},
+        {"question": "What is 9-4?", "choices": ["3", "5"], "answer": 1},
+    ]
+    (tmp_path / "g.jsonl").write_text("\n".join(map(json.dumps, rows)))
+    a, b = read_items(str(tmp_path / "g.jsonl"))
+    assert (a.id, a.gold_letter, b.id, b.gold_letter) == ("q1", "A", f"{tmp_path.name}/g:1", "B")
+    with pytest.raises(FormatError, match="prompt, response"):
+        detect_format({"prompt": "x", "response": "y"})
+
+
+@pytest.mark.parametrize(("source", "item_id", "reason"), [
+    ("mmlu_stem_qwen/test.jsonl", "mmlu_stem_qwen/test:1475", "stem_depends_on_options"),  # which of the following
+    ("mmlu_math/abstract_algebra_dev.csv", "mmlu_math/abstract_algebra_dev:2", "paired_statements"),  # Statement 1 |
+    ("aqua/dev.json", "aqua/dev:72", "gold_meta_option"),  # gold is "None of these"
+    ("aqua/dev.json", "aqua/dev:217", "not_unique"),  # "20000,12000" vs gold "12000,20000"
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:1003", "stem_depends_on_options"),  # "from below option"
+    ("llm_adapters/arc_challenge_train.json", "llm_adapters/arc_challenge_train:1", "stem_depends_on_options"),
+    ("llm_adapters/arc_challenge_train.json", "llm_adapters/arc_challenge_train:0", "stem_depends_on_options"),
+    ("mmlu_stem_qwen/test.jsonl", "mmlu_stem_qwen/test:1966", "gold_not_math"),  # "decreases."
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:514", "approximate_answer"),
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:240", "rounded_answer"),  # 36.92 for 36.923…
+])
+def test_option_dependent_and_ungradable_items_rejected(shared_data, source, item_id, reason):
+    item = by_id(shared_data / source, [item_id])[item_id]
+    result = convert_bounded(item)
+    assert isinstance(result, Rejected), result
+    assert reason_code(result.reason) == reason, result.reason
+
+
+def test_converted_answers_verify_against_gold_option(shared_data):
+    kept = 0
+    for path in ["aqua/dev.json", "mmlu_math/high_school_mathematics_test.csv", "llm_adapters/mathqa_test.json"]:
+        for item in read_items(str(shared_data / path), limit=60):
+            result = convert_bounded(item)
+            if not isinstance(result, Converted):
+                continue
+            kept += 1
+            gold = parse_answer(item.options[item.gold_letter], frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+            assert isinstance(gold, Answer)
+            assert _verify(gold.parsed, _parse(result.answer)), (item.id, result.answer)
+            assert result.gold_letter == item.gold_letter and "Answer Choices" not in result.question
+            assert all(f"{o['letter']} ) " not in result.question for o in result.original_options)
+    assert kept > 60
+
+
+def test_mathqa_inline_options_stripped_and_instruction_added(shared_data):
+    items = by_id(shared_data / "llm_adapters/mathqa_test.json", ["llm_adapters/mathqa_test:2444", "llm_adapters/mathqa_test:2729"])
+    rate = convert_bounded(items["llm_adapters/mathqa_test:2444"])
+    assert rate.answer == r"15\%" and rate.answer_type == "percentage"
+    assert rate.question.endswith("Express your answer as a percentage.") and "options" not in rate.question
+    length = convert_bounded(items["llm_adapters/mathqa_test:2729"])
+    assert (length.answer, length.answer_type) == ("270", "integer") and length.question.endswith("Express your answer in m.")
+
+
+@pytest.mark.parametrize(("text", "latex", "answer_type"), [
+    ("1,200", "1200", "integer"), ("Rs. 2,500", "2500", "integer"), ("12.5%", r"12.5\%", "percentage"),
+    ("3 1/2", r"\frac{7}{2}", "fraction"), ("5(√3 + 1)", r"5(\sqrt{3} + 1)", "radical"), ("0.75", "0.75", "decimal"),
+    ("[1, 3)", "[1, 3)", "interval"), ("(0, -3)", "(0, -3)", "tuple"), ("$y = 2x + 1$", "y = 2x + 1", "equation"),
+    ("-5 and 3", r"\{-5, 3\}", "set"), ("x^2 + 1", "x^2 + 1", "expression"), ("four", "4", "integer"),
+])
+def test_answer_normalisation_and_types(text, latex, answer_type):
+    answer = parse_answer(text, frozenset("xy"))
+    assert isinstance(answer, Answer), answer
+    assert (answer.latex, answer.answer_type) == (latex, answer_type)
+
+
+def test_words_are_not_math():
+    assert normalize_option("The mass of chlorine is greater")[0] is None
+    assert parse_answer("increases.").startswith("gold_not_math")
+    assert parse_answer("s : 1300").startswith("gold_not_math")
+
+
+def test_malformed_rows_go_to_rejects_and_output_layout(tmp_path):
+    rows = [
+        {"id": "ok", "question": "A shirt costs $20 after a 20% discount. What was the original price in dollars?",
+         "options": {"A": "$24", "B": "$25", "C": "$30"}, "answer": "B"},
+        {"id": "no_options", "question": "What is 1+1?", "options": {}, "answer": "A"},
+        {"id": "outside", "question": "What is 1+1?", "options": {"A": "2", "B": "3"}, "answer": "E"},
+        {"id": "empty", "question": "   ", "options": {"A": "2", "B": "3"}, "answer": "A"},
+        {"id": "which", "question": "Which of the following is prime?", "options": {"A": "4", "B": "7"}, "answer": "B"},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(map(json.dumps, rows)) + "\n{not json\n")
+    result = run_mcqa([str(src)], tmp_path / "out", progress=False)
+    table = pq.read_table(tmp_path / "out/data/train-00000.parquet").to_pylist()
+    assert [r["id"] for r in table] == ["ok"]
+    assert table[0]["answer"] == "25" and table[0]["data_source"] == "curate/mcqa_open" and table[0]["gold_letter"] == "B"
+    assert [o["letter"] for o in table[0]["original_options"]] == ["A", "B", "C"]
+    rejects = {r["id"]: r["reason"] for r in map(json.loads, (tmp_path / "out/rejects/rejects.jsonl").read_text().splitlines())}
+    assert reason_code(rejects["no_options"]) == "missing_options"
+    assert reason_code(rejects["outside"]) == "gold_not_in_options"
+    assert reason_code(rejects["empty"]) == "empty_question"
+    assert reason_code(rejects["which"]) == "stem_depends_on_options"
+    assert reason_code(rejects[f"{tmp_path.name}/in:5"]) == "malformed_record"
+    assert result.kept == 1 and result.rejected == 5
+    card = (tmp_path / "out/README.md").read_text()
+    assert "| missing_options | 1 |" in card and f"{tmp_path.name}/in" in card
+    assert not list((tmp_path / "out").rglob("*.partial"))
+
+
+def test_rl_export_and_reward(shared_data, tmp_path):
+    from curate.handoff.export import run_export
+    from curate.rewards import compute_score
+
+    run_mcqa([str(shared_data / "aqua/dev.json")], tmp_path / "open", limit=20, progress=False)
+    run_export(tmp_path / "open", "verl", tmp_path / "verl")
+    rows = pq.read_table(next((tmp_path / "verl/data").glob("*.parquet"))).to_pylist()
+    assert rows and all(r["data_source"] == "curate/mcqa_open" for r in rows)
+    gold = rows[0]["reward_model"]["ground_truth"]
+    assert compute_score("curate/mcqa_open", f"so the answer is \\boxed{{{gold}}}", gold) == 1.0
+    assert compute_score("curate/mcqa_open", "so the answer is \\boxed{-98765}", gold) == 0.0
+
+
+def test_bounded_check_outside_the_main_thread(shared_data):
+    item = by_id(shared_data / "llm_adapters/mathqa_test.json", ["llm_adapters/mathqa_test:2444"])["llm_adapters/mathqa_test:2444"]
+    results = []
+    worker = threading.Thread(target=lambda: results.append(convert_bounded(item)))
+    worker.start()
+    worker.join(120)
+    # No SIGALRM outside the main thread: the check runs in a child process with a deadline instead.
+    assert isinstance(results[0], Converted) and results[0].answer == r"15\%"

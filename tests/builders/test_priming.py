@@ -1,0 +1,238 @@
+import json
+import random
+import re
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers import get_classifier
+from curate.classifiers.base import Classifier, register
+from curate.builders.priming import (
+    PrimingConfig,
+    PrimingError,
+    _draft,
+    count_tokens,
+    load_tokenizer,
+    placeholder_text,
+    run_priming,
+)
+from curate.builders.trace_templates import VARIANTS, teacher_messages, write_trace
+from curate.schema import Labels
+from curate.puzzles.countdown import check_expression, generate_problem, score_countdown
+
+THINK = re.compile(r"^<think>\n(.*)\n</think>\n<answer> (.*) </answer>$", re.DOTALL)
+
+
+class EverythingClassifier(Classifier):
+    """Says every text shows all four behaviors: only all_strategies can pass the check."""
+
+    name = "everything_v1"
+
+    def classify(self, texts):
+        return [Labels(counts={b: 1 for b in BEHAVIOR_NAMES}) for _ in texts]
+
+
+@pytest.fixture
+def everything_classifier():
+    from curate.classifiers import base
+
+    register("everything_v1")(EverythingClassifier)
+    yield "everything"
+    base._REGISTRY.pop("everything_v1")  # other tests list the registry
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = random.Random(0)
+    corpus = [write_trace(generate_problem(rng), VARIANTS["all_strategies"], rng).text for _ in range(60)]
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]"],
+                                                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    path = tmp_path_factory.mktemp("tokenizer")
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]").save_pretrained(path)
+    return str(path)
+
+
+def _rows(output):
+    rows = []
+    for split in ("train", "test"):
+        path = output / "data" / f"{split}-00000.parquet"
+        if path.exists():
+            rows += pq.read_table(path).to_pylist()
+    return rows
+
+
+@pytest.mark.parametrize("variant, answers", [
+    ("all_strategies", "correct"), ("only_backtracking", "incorrect"), ("backtracking_verification", "correct"),
+    ("backtracking_subgoal", "incorrect"), ("backtracking_backward", "correct"), ("negative_control", "incorrect"),
+])
+def test_variant_shows_exactly_the_requested_behaviors(tmp_path, variant, answers):
+    result = run_priming(PrimingConfig(variant=variant, answers=answers, n=16, test_n=4, seed=3), tmp_path,
+                         progress=False)
+    rows = _rows(tmp_path)
+    assert result.rows == {"train": 16, "test": 4} and len(rows) == 20
+    thinks = [THINK.match(r["completion"]).group(1) for r in rows]
+    # Classify again, independently of the counts the builder stored.
+    labels = get_classifier("cues").classify(thinks)
+    wanted = {b.value for b in VARIANTS[variant]}
+    for row, label in zip(rows, labels):
+        for behavior in BEHAVIOR_NAMES:
+            assert bool(label.counts[behavior]) == (behavior in wanted), (behavior, row["completion"])
+            assert row[behavior] == label.counts[behavior]
+        truth = row["reward_model"]["ground_truth"]
+        expected = 1.0 if answers == "correct" else 0.0
+        assert score_countdown(row["completion"], truth) == expected
+        assert row["answer_correct"] is (answers == "correct")
+        # An incorrect answer is still a well-formed expression over the given numbers.
+        assert check_expression(row["completion_answer"], truth["numbers"], truth["target"]).status == (
+            "correct" if answers == "correct" else "wrong")
+        assert check_expression(row["answer"], truth["numbers"], truth["target"]).status == "correct"
+    train_ids = {r["id"] for r in rows if r["extra_info"]["split"] == "train"}
+    test_ids = {r["id"] for r in rows if r["extra_info"]["split"] == "test"}
+    assert len(train_ids) == 16 and len(test_ids) == 4 and not train_ids & test_ids
+    assert result.stats["problems_in_both_splits"] == 0
+    assert result.acceptance_rate > 0.8
+    card = (tmp_path / "README.md").read_text()
+    assert variant in card and "acceptance rate" in card
+
+
+def test_rows_follow_verl_and_sft_formats(tmp_path):
+    run_priming(PrimingConfig(variant="only_backtracking", n=5, test_n=2, seed=1), tmp_path, progress=False)
+    from datasets import load_dataset
+
+    dataset = load_dataset("parquet", data_dir=str(tmp_path / "data"))
+    assert set(dataset) == {"train", "test"}
+    row = dataset["train"][0]
+    assert row["data_source"] == "curate/countdown"
+    assert row["prompt"] == [{"role": "user", "content": row["question"]}]
+    assert row["reward_model"]["style"] == "rule"
+    assert set(row["reward_model"]["ground_truth"]) == {"target", "numbers"}
+    assert row["extra_info"]["split"] == "train" and row["extra_info"]["index"] == 0
+    assert row["query"].endswith("Assistant: Let me solve this step by step.\n")
+    assert str(row["numbers"]) in row["query"] and str(row["target"]) in row["query"]
+    assert THINK.match(row["completion"])
+    assert [r["extra_info"]["index"] for r in dataset["train"]] == list(range(5))
+
+
+def test_empty_cot(tmp_path):
+    run_priming(PrimingConfig(variant="empty_cot", answers="incorrect", n=6, test_n=2), tmp_path, progress=False)
+    for row in _rows(tmp_path):
+        assert row["completion"].startswith("<think>\n \n</think>\n<answer> ")
+        assert score_countdown(row["completion"], row["reward_model"]["ground_truth"]) == 0.0
+        assert row["answer_correct"] is False
+
+
+def test_placeholder_matches_the_token_count_of_the_paired_trace(tmp_path, tokenizer_dir):
+    tokenizer = load_tokenizer(tokenizer_dir)
+    for n in (1, 2, 7, 50, 333):
+        assert count_tokens(tokenizer, placeholder_text(tokenizer, n)) == n
+    config = PrimingConfig(variant="placeholder_cot", tokenizer=tokenizer_dir, n=6, test_n=2)
+    rng = random.Random(0)
+    for _ in range(10):
+        problem = generate_problem(rng)
+        filler, answer, _ = _draft(problem, config, tokenizer, random.Random(11))
+        paired = write_trace(problem, VARIANTS["all_strategies"], random.Random(random.Random(11).random()))
+        assert count_tokens(tokenizer, filler) == count_tokens(tokenizer, paired.text) > 20
+        assert answer == paired.answer
+        assert not re.search(r"\d", filler)
+    result = run_priming(config, tmp_path, progress=False)
+    rows = _rows(tmp_path)
+    assert result.rows == {"train": 6, "test": 2}
+    for row in rows:
+        filler = THINK.match(row["completion"]).group(1)
+        assert row["think_tokens"] == count_tokens(tokenizer, filler) > 20
+        assert all(row[b] == 0 for b in BEHAVIOR_NAMES)
+
+
+def test_behavior_check_rejects_and_keeps_reasons(tmp_path, everything_classifier):
+    config = PrimingConfig(variant="only_backtracking", classifier=everything_classifier, n=4, test_n=1, max_attempts_factor=2,
+                           batch_size=4)
+    with pytest.raises(PrimingError, match="gave up"):
+        run_priming(config, tmp_path, progress=False)
+    rejects = [json.loads(line) for line in (tmp_path / "rejects" / "rejects.jsonl").read_text().splitlines()]
+    assert rejects and all(r["reason"].startswith("behavior check: unwanted") for r in rejects)
+    assert all(r["think"] for r in rejects)
+    assert not list((tmp_path / "data").glob("*.parquet*"))  # nothing half-written is left
+    accepted = run_priming(PrimingConfig(variant="all_strategies", classifier=everything_classifier, n=3, test_n=1),
+                           tmp_path / "ok", progress=False)
+    assert accepted.acceptance_rate == 1.0
+
+
+def test_phrasing_varies_with_the_seed():
+    problem = generate_problem(random.Random(4))
+    texts = {write_trace(problem, VARIANTS["all_strategies"], random.Random(seed)).text for seed in range(12)}
+    openings = {text.splitlines()[0] for text in texts}
+    assert len(texts) == 12 and len(openings) >= 3
+
+
+def test_config_errors_are_clear():
+    for config, message in [
+        (PrimingConfig(variant="nope"), "unknown variant"),
+        (PrimingConfig(variant="empty_cot", answers="maybe"), "--answers"),
+        (PrimingConfig(variant="placeholder_cot"), "tokenizer"),
+        (PrimingConfig(variant="all_strategies", writer="llm"), "LLM"),
+    ]:
+        with pytest.raises(PrimingError, match=message):
+            config.validate()
+
+
+def test_teacher_prompt_asks_for_some_behaviors_and_forbids_the_others():
+    problem = generate_problem(random.Random(0))
+    system, user = teacher_messages(problem, VARIANTS["backtracking_verification"])
+    assert "backtracking:" in system["content"] and "verification:" in system["content"]
+    assert "Do not show any of these: subgoal setting, backward chaining" in system["content"]
+    assert str(problem.target) in user["content"]
+
+
+BFS_MOVE = re.compile(r"^- (?:(?:from|out of) \[[^\]]*\]: |\[[^\]]*\] gives )?(\d+ [-+*/] \d+ = \d+)")
+
+
+@pytest.mark.parametrize("answers", ["correct", "incorrect"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_breadth_first_traces_show_the_requested_behaviors(variant, answers):
+    rng = random.Random(8)
+    problems = [generate_problem(rng) for _ in range(12)]
+    traces = [write_trace(p, VARIANTS[variant], random.Random(i), answers, strategy="bfs") for i, p in enumerate(problems)]
+    wanted = {b.value for b in VARIANTS[variant]}
+    for problem, trace, label in zip(problems, traces, get_classifier("cues").classify([t.text for t in traces])):
+        assert trace.strategy == "bfs"
+        for behavior in BEHAVIOR_NAMES:
+            assert bool(label.counts[behavior]) == (behavior in wanted), (behavior, trace.text)
+        status = check_expression(trace.answer, problem.numbers, problem.target).status
+        assert status == ("correct" if answers == "correct" else "wrong")
+        assert trace.answer_correct is (answers == "correct")
+        assert trace.answer in trace.text
+        assert (trace.dead_ends > 0) == ("backtracking" in wanted)
+
+
+def test_breadth_first_trace_narrates_each_level_before_the_next():
+    rng = random.Random(2)
+    for seed in range(10):
+        problem = generate_problem(rng)
+        text = write_trace(problem, VARIANTS["negative_control"], random.Random(seed), strategy="bfs").text
+        lines = text.splitlines()
+        heads = [k for k, line in enumerate(lines) if line.endswith(":") and "[" in line]
+        assert len(heads) == len(problem.numbers) - 2
+        # Several different first combinations (with their pools) before any second-level one.
+        level_one = [BFS_MOVE.match(line).group(1) for line in lines[heads[0] + 1: heads[1]] if BFS_MOVE.match(line)]
+        assert len(set(level_one)) >= 2
+        assert all(line.startswith("- ") or not BFS_MOVE.match(line) for line in lines[heads[0] + 1: heads[1]])
+        level_two = lines[heads[1] + 1:]
+        assert any(BFS_MOVE.match(line) for line in level_two)
+        # The frontier holds more than one pool at each level; the depth-first trace of the same seed does not list levels.
+        assert sum("[" in line and line.startswith(("Keeping", "Most", "The frontier", "I carry", "Pools", "Last"))
+                   for line in lines) == len(heads)
+        dfs = write_trace(problem, VARIANTS["negative_control"], random.Random(seed), strategy="dfs").text
+        assert "[" not in dfs
+
+
+def test_strategy_choice_includes_breadth_first():
+    rng = random.Random(6)
+    problem = generate_problem(rng)
+    strategies = {write_trace(problem, VARIANTS["negative_control"], random.Random(seed)).strategy for seed in range(40)}
+    assert strategies == {"dfs", "best_first", "bfs"}

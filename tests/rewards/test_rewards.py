@@ -1,0 +1,171 @@
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from curate.handoff.verifier_audit import Metrics, answer_type, read_pairs, run_audit, write_verdicts
+from curate.rewards import BARE, Extraction, compute_score, extract_answer, get_reward, score, trl_reward
+from curate.rewards.equivalence import MathEquivalence
+from curate.rewards.registry import UnknownRewardError
+
+PAIRS = Path(__file__).parents[1] / "verifier_pairs" / "pairs.jsonl"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("so x = 2, then \\boxed{\\frac{1}{2}} and finally \\boxed{\\frac{3}{4}}.", "\\frac{3}{4}"),
+        ("<answer> 5 </answer>", "5"),
+        ("The answer is $\\frac{1}{2}$.", "\\frac{1}{2}"),
+        ("**Final Answer:** \\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
+        ("Thus the answer is \\boxed{42}. Wait, no: the answer is 43", "42"),
+        ("no answer here", None),
+    ],
+)
+def test_extraction(text, expected):
+    assert extract_answer(text) == expected
+
+
+def test_extraction_is_configurable():
+    text = "Step 1 ... #### 18"
+    assert extract_answer(text) is None
+    assert extract_answer(text, Extraction(patterns=(r"####\s*(.+)",))) == "18"
+    assert extract_answer("<answer>7</answer> \\boxed{8}", Extraction(markers=("answer_tag",))) == "7"
+    assert extract_answer("The area is $351$ units.", BARE) == "351"
+    with pytest.raises(ValueError, match="unknown answer marker"):
+        Extraction(markers=("smoke_signals",))
+
+
+@pytest.mark.parametrize(
+    "solution, gold, expected",
+    [
+        ("\\boxed{315}", "\\frac{7!}{16}", 1.0),
+        ("\\boxed{-8, 8}", "\\pm 8", 1.0),
+        ("\\boxed{8}", "\\pm 8", 0.0),
+        ("\\boxed{0 \\le x < 3}", "[0, 3)", 1.0),
+        ("\\boxed{(0, 3)}", "[0, 3)", 0.0),
+        ("\\boxed{3, 1, 2}", "1, 2, 3", 1.0),
+        ("\\boxed{25\\%}", "0.25", 1.0),
+        ("\\boxed{137}", "137^\\circ", 1.0),
+        ("The answer is 72 clips.", "72", 1.0),
+        ("\\boxed{864\\,000}", "864,000", 1.0),
+        ("\\boxed{LQSX}", "QXLS", 0.0),
+        ("\\boxed{\\text{Tuesday}}", "Tuesday", 1.0),
+        ("I give up.", "5", 0.0),
+        ("\\boxed{5}", "", None),
+    ],
+)
+def test_math_reward_hand_checked(solution, gold, expected):
+    assert score("curate/math", solution, gold) == expected
+
+
+def test_mcqa_multihop_and_countdown():
+    assert score("mcqa", "Eliminating B, the answer is (C).", "C") == 1.0
+    assert score("mcqa", "\\boxed{B}", "C") == 0.0
+    assert score("mcqa", "\\boxed{B}", "not a letter at all") is None
+    assert score("multihop", "hop 1: 4, hop 2: \\boxed{16}", ["4", "16"]) == 1.0
+    assert score("multihop", "\\boxed{4}", {"final_answer": "16", "hops": ["4", "16"]}) == 0.0
+    assert score("mcqa_open", "\\boxed{5(\\sqrt{3}+1)}", "5\\sqrt{3}+5") == 1.0
+    truth = {"numbers": [3, 5, 2], "target": 16}
+    assert compute_score("curate/countdown", "<answer>(3 + 5) * 2</answer>", truth) == 1.0
+    assert compute_score("curate/countdown", "<answer>3 + 5 + 2</answer>", json.dumps(truth)) == 0.0
+    with pytest.raises(UnknownRewardError, match="registered"):
+        get_reward("curate/poetry")
+
+
+def test_verl_signature_and_trl_batch():
+    assert compute_score("curate/math", "\\boxed{\\frac{1}{2}}", "0.5", extra_info={"index": 0}) == 1.0
+    assert compute_score("curate/math", "\\boxed{1}", "") == 0.0  # unscorable: verl needs a number
+    reward = trl_reward()
+    completions = [[{"role": "assistant", "content": "\\boxed{2}"}], [{"role": "assistant", "content": "\\boxed{3}"}],
+                   "<answer>A</answer>", "\\boxed{9}"]
+    values = reward(prompts=[None] * 4, completions=completions, solution=["2", "2", "A", ""],
+                    data_source=["curate/math", "curate/math", "curate/mcqa", "curate/math"])
+    assert values == [1.0, 0.0, 1.0, None]
+    assert trl_reward("curate/math")(completions=["\\boxed{4}"], solution=["4"]) == [1.0]
+
+
+def test_rewards_in_threads_agree_with_serial():
+    cases = [("\\boxed{%d/4}" % k, str(k / 4)) for k in range(1, 25)] + [("\\boxed{%d}" % k, "7") for k in range(24)]
+    serial = [score("math", s, g) for s, g in cases]
+    with ThreadPoolExecutor(8) as pool:
+        threaded = list(pool.map(lambda c: score("math", *c), cases))
+    assert threaded == serial
+    assert serial[:24] == [1.0] * 24 and sum(serial[24:]) == 1.0
+
+
+def test_time_bound_on_pathological_input():
+    checker = MathEquivalence(timeout=1.0, workers=1)
+    try:
+        checker.warm()
+        started = time.perf_counter()
+        verdict = checker.equivalent("5", "9^{9^{9^{9^{9}}}}")
+        elapsed = time.perf_counter() - started
+        assert verdict is None and checker.timeouts == 1
+        assert elapsed < 4.0
+        # The killed worker is replaced: the next check still works.
+        assert checker.equivalent("\\frac{1}{2}", "0.5") is True
+    finally:
+        checker.close()
+
+
+def test_pair_set_is_large_and_covers_hard_cases():
+    pairs, rejects = read_pairs(PAIRS)
+    assert not rejects and len(pairs) >= 200
+    kinds = {p.type for p in pairs}
+    assert {"factorial", "plus-minus", "equation", "units", "percentage", "interval", "set/tuple"} <= kinds
+    assert 0.3 < sum(p.equivalent for p in pairs) / len(pairs) < 0.7
+
+
+def test_audit_metrics_and_verdicts(tmp_path):
+    lines = [
+        {"id": "a", "gold": "\\frac{1}{2}", "candidate": "0.5", "equivalent": True},
+        {"id": "b", "gold": "\\pm 2", "candidate": "\\boxed{2, -2}", "equivalent": True},
+        {"id": "c", "gold": "3", "candidate": "The answer is 4.", "equivalent": False},
+        {"id": "d", "gold": "12.5\\%", "candidate": "\\boxed{12.5}", "equivalent": True},
+        {"id": "e", "gold": "[0,1]", "candidate": "\\boxed{(0,1)}", "equivalent": False},
+    ]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n" + json.dumps({"id": "z", "gold": "1"}) + "\n")
+    pairs, rejects = read_pairs(path)
+    assert [r["line"] for r in rejects] == [6, 7] and "not JSON" in rejects[0]["reason"]
+    result = run_audit(pairs, progress=False, threads=2)
+    by_id = {v.id: v.verdict for v in result.verdicts}
+    assert by_id["a"] is True and by_id["b"] is True and by_id["c"] is False and by_id["e"] is False
+    m = result.overall
+    assert (m.tp + m.fn, m.fp + m.tn) == (3, 2)
+    assert m.recall == m.tp / 3 and m.precision == 1.0
+    assert result.recall_warning == (m.recall < 0.95)
+    written = [json.loads(x) for x in write_verdicts(result, tmp_path / "v.jsonl").read_text().splitlines()]
+    assert [w["id"] for w in written] == ["a", "b", "c", "d", "e"] and set(written[0]) >= {"id", "verdict"}
+
+
+def test_metrics_count_undecided_as_misses():
+    m = Metrics()
+    for verdict, label in [(True, True), (None, True), (False, False), (True, False), (None, False)]:
+        m.add(verdict, label)
+    assert (m.tp, m.fn, m.fp, m.tn, m.undecided) == (1, 1, 1, 2, 2)
+    assert m.recall == 0.5 and m.precision == 0.5 and m.accuracy == 0.6
+
+
+def test_answer_types():
+    assert answer_type("\\pm 8") == "plus-minus"
+    assert answer_type("[0, 3)") == "interval"
+    assert answer_type("x + y = 1") == "equation"
+    assert answer_type("1,234") == "integer"
+    assert answer_type("25\\%") == "percentage"
+
+
+def test_real_labels_gsm8k_agree(shared_data):
+    rows = [json.loads(x) for x in (shared_data / "gsm8k" / "example_model_solutions.jsonl").open().readlines()[:15]]
+    gsm = Extraction(markers=(), patterns=(r"^A:\s*(.+)$",))
+    agree = total = 0
+    for row in rows:
+        gold = extract_answer(row["ground_truth"], gsm)
+        for key in ("6b_finetuning", "175b_verification"):
+            verdict = get_reward("math").score(row[key]["solution"], gold, None, gsm)
+            agree += (verdict == 1.0) == row[key]["is_correct"]
+            total += 1
+    assert agree / total >= 0.9

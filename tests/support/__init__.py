@@ -1,0 +1,1 @@
+"""What several test modules share: tiny models, stand-in servers, sample data (no test imports another)."""
