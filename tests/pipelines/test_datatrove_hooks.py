@@ -1,0 +1,47 @@
+"""curate overrides or wraps a few private datatrove methods; an upgrade that renames or reshapes one of them
+would otherwise change behavior silently (the known trap: InferenceRunner writing nothing and exiting 0).
+pyproject.toml bounds datatrove to the versions these hooks were checked against; this test fails loudly in
+CI when an installed datatrove no longer has them with the signature curate relies on."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from datatrove.executor import slurm
+from datatrove.executor.base import PipelineExecutor
+from datatrove.executor.local import LocalPipelineExecutor
+from datatrove.pipeline.inference.run_inference import InferenceRunner
+from datatrove.pipeline.inference.servers.base import InferenceServer
+from datatrove.pipeline.writers.disk_base import DiskWriter
+
+HOOKS = [
+    # (owner, name, parameters curate passes or receives, who overrides it)
+    (PipelineExecutor, "_run_for_rank", ["self", "rank", "local_rank", "node_rank"],
+     "pipelines.executors.GpuSlotExecutor"),
+    (LocalPipelineExecutor, "_run_for_rank", ["self", "rank", "local_rank", "node_rank"],
+     "pipelines.executors.GpuSlotExecutor"),
+    (DiskWriter, "_get_output_filename", ["self", "document", "rank", "kwargs"], "pipelines.steps.AtomicOutput"),
+    (DiskWriter, "close_file", ["self", "filename"], "pipelines.steps.AtomicOutput"),
+    (InferenceRunner, "_init_server", ["self", "rank"], "pipelines.llm_tag.CurateInferenceRunner"),
+    (InferenceServer, "_make_request", ["self", "payload"], "pipelines.llm_tag.CurateInferenceRunner"),
+    (slurm, "launch_slurm_job", ["launch_file_contents", "job_id_retriever", "args"], "pipelines.executors (--slurm-dry-run replaces the sbatch call)"),
+    (slurm.SlurmPipelineExecutor, "launch_job", ["self"], "pipelines.executors (submits a chain)"),
+]
+
+
+@pytest.mark.parametrize(("owner", "name", "parameters", "user"), HOOKS,
+                         ids=[f"{getattr(o, '__name__', o)}.{n}" for o, n, _, _ in HOOKS])
+def test_private_datatrove_hook_exists_with_expected_signature(owner, name, parameters, user):
+    hook = getattr(owner, name, None)
+    assert callable(hook), f"datatrove no longer has {owner.__name__}.{name}, which {user} overrides"
+    assert list(inspect.signature(hook).parameters) == parameters, (
+        f"{owner.__name__}.{name} changed its signature; check {user} before widening datatrove's range")
+
+
+def test_writers_keep_the_open_file_manager_atomic_output_publishes_from():
+    # AtomicOutput.close() asks the writer's output manager which files are still open, then publishes them.
+    from datatrove.io import OutputFileManager
+
+    assert callable(getattr(OutputFileManager, "get_open_files", None))
+    assert "output_mg" in inspect.getsource(DiskWriter.__init__)
