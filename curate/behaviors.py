@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from curate.errors import CurateError
+
 
 class Behavior(str, Enum):
     VERIFICATION = "verification"
@@ -29,7 +31,7 @@ ALIASES: dict[str, Behavior] = {
 NONE = "none"
 
 
-class UnknownBehaviorError(ValueError):
+class UnknownBehaviorError(CurateError, ValueError):
     pass
 
 

@@ -45,6 +45,7 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL, ExecutorOptions, Stage, input_signature, resumable_stage, run_pipeline, run_stages
 from curate.pipelines.query import _open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
@@ -77,7 +78,7 @@ POOL_SCHEMA = pa.schema(
 )
 
 
-class CPTError(ValueError):
+class CPTError(CurateError, ValueError):
     """The request cannot be met (bad options, too few candidates); the message says what to change."""
 
 

@@ -32,6 +32,7 @@ from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 
 from curate.behaviors import Behavior
+from curate.errors import CurateError
 from curate.puzzles.countdown import Problem, check_expression
 
 RESULTS_KEY = "curate_llm_writer"
@@ -41,7 +42,7 @@ ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
-class LLMWriterError(ValueError):
+class LLMWriterError(CurateError, ValueError):
     pass
 
 

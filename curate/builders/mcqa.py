@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from curate.errors import CurateError
+
 DATA_SOURCE = "curate/mcqa_open"
 ABILITY = "math"
 FORMATS = ("auto", "aqua", "mmlu_csv", "jsonl", "arc", "alpaca")
@@ -46,7 +48,7 @@ ITEM_SECONDS = 10.0
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
-class FormatError(ValueError):
+class FormatError(CurateError, ValueError):
     """The input's layout could not be recognised."""
 
 

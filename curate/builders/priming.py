@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.builders.trace_templates import VARIANTS, TraceError, countdown_question, write_trace
+from curate.errors import CurateError
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
 
 CONTROLS = ("empty_cot", "placeholder_cot")
@@ -80,7 +81,7 @@ ROW_SCHEMA = pa.schema([
 ])
 
 
-class PrimingError(ValueError):
+class PrimingError(CurateError, ValueError):
     pass
 
 

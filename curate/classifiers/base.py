@@ -12,6 +12,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
+from curate.errors import CurateError
 from curate.schema import Labels
 
 
@@ -25,7 +26,7 @@ class Classifier(ABC):
         """Label a batch; must return exactly one Labels per text, in order."""
 
 
-class UnknownClassifierError(ValueError):
+class UnknownClassifierError(CurateError, ValueError):
     pass
 
 

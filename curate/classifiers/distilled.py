@@ -24,6 +24,7 @@ import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, register
+from curate.errors import CurateError
 from curate.schema import Labels
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -33,7 +34,7 @@ FORMAT_VERSION = 1
 DEFAULT_MAX_CHUNKS = 8
 
 
-class DistilledModelError(ValueError):
+class DistilledModelError(CurateError, ValueError):
     pass
 
 

@@ -4,19 +4,48 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import click
 import typer
-
 from rich.console import Console
+from typer.core import TyperGroup
+
+from curate.errors import CurateError
+
+console = Console(stderr=True)
+
+# What a command may raise for a reason the user can fix: curate's own errors, and the builtins that the
+# libraries curate calls raise for a missing file or a malformed value (their messages name the file or value).
+USER_ERRORS = (CurateError, OSError, ValueError, RuntimeError)
+
+
+class CurateGroup(TyperGroup):
+    """The one error runner: every command's errors are mapped here, once.
+
+    A submitted Slurm job is not an error (exit 0, with what to do next); a `CurateError` or one of
+    USER_ERRORS becomes one red line and exit 2; anything else is a bug and keeps its traceback."""
+
+    def invoke(self, ctx):
+        from curate.pipelines.executors import JobSubmitted
+
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # typer's own exits and usage errors (typer.Exit is a RuntimeError)
+        except JobSubmitted as submission:
+            console.print(f"[yellow]{submission}[/]")
+            raise typer.Exit(0) from None
+        except USER_ERRORS as error:
+            console.print(f"[bold red]error:[/] {error}")
+            raise typer.Exit(2) from None
+
 
 app = typer.Typer(
+    cls=CurateGroup,
     help="Find cognitive behaviors (verification, backtracking, subgoal setting, backward chaining) in text "
     "and build the datasets that teach them.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
-
-
-console = Console(stderr=True)
 
 
 @app.callback()

@@ -85,36 +85,25 @@ def build(
 
         curate build --behaviors none --input corpus.parquet --output minimized/
     """
-    from curate.classifiers import UnknownClassifierError
     from curate.builders.behavior import run_build
-    from curate.pipelines.executors import JobSubmitted
     from curate.pipelines.query import Selection
-    from curate.pipelines.tag import TagsMismatchError
 
-    try:
-        wanted = parse_behavior_list(behaviors, allow_none=True)
-        excluded = parse_behavior_list(exclude_behaviors) or []
-        if wanted == []:
-            raise UnknownBehaviorError("--behaviors is empty; name at least one behavior, or 'none'")
-        selection = Selection(behaviors=wanted, min_count=min_count, exclude=excluded, limit=limit, seed=seed)
-    except (UnknownBehaviorError, ValueError) as error:
-        fail(str(error))
+    wanted = parse_behavior_list(behaviors, allow_none=True)
+    excluded = parse_behavior_list(exclude_behaviors) or []
+    if wanted == []:
+        raise UnknownBehaviorError("--behaviors is empty; name at least one behavior, or 'none'")
+    selection = Selection(behaviors=wanted, min_count=min_count, exclude=excluded, limit=limit, seed=seed)
     sample = input is None
     spec = input_spec(input, text_key, id_key, split, streaming)
     if output is None:
         output = Path("datasets") / (behaviors.replace(",", "+").replace(" ", "") or "none")
     started = time.perf_counter()
-    try:
-        result = run_build(
-            spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
-            license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
-            executor=executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                       cpus_per_task, mem_per_cpu_gb, gpus_per_task),
-        )
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
-        fail(str(error))
+    result = run_build(
+        spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
+        license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+        executor=executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
+                                   cpus_per_task, mem_per_cpu_gb, gpus_per_task),
+    )
     seconds = time.perf_counter() - started
     rows = tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)
     rows.insert(4, ("selected", f"{result.selected:,}"))
@@ -156,18 +145,12 @@ def multihop(
     """
     from curate.builders.multihop import parse_hop_range, run_multihop
 
-    try:
-        hop_range = parse_hop_range(hops)
-    except ValueError as error:
-        fail(str(error))
+    hop_range = parse_hop_range(hops)
     spec = input_spec(input, question_key, id_key, split, False)
     started = time.perf_counter()
-    try:
-        result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
-                              tries_per_link=tries_per_link, answer_key=answer_key, license=license, dedup=dedup,
-                              decontam=decontam, benchmarks_dir=benchmarks_dir)
-    except (FileNotFoundError, ValueError) as error:
-        fail(str(error))
+    result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
+                          tries_per_link=tries_per_link, answer_key=answer_key, license=license, dedup=dedup,
+                          decontam=decontam, benchmarks_dir=benchmarks_dir)
     seconds = time.perf_counter() - started
     s = result.stats
     rows = [
@@ -232,7 +215,7 @@ def priming(
 
         curate priming --variant all_strategies --dedup --decontam gsm8k --benchmarks-dir ../shared/data -o priming/bt
     """
-    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, PrimingError, run_priming
+    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, run_priming
 
     def pair(text: str, name: str) -> tuple[int, int]:
         try:
@@ -256,10 +239,7 @@ def priming(
                  "max_tokens": max_trace_tokens, "concurrency": concurrency} if writer == "llm" else None,
         )
         target = output / name if len(variants) > 1 else output
-        try:
-            result = run_priming(config, target, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
-        except (PrimingError, ValueError, OSError) as error:
-            fail(str(error))
+        result = run_priming(config, target, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
         splits = result.stats["splits"]
         accuracy = {s: f"{100 * v['answer_accuracy']:.0f} %" for s, v in splits.items()}
         rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "
@@ -303,18 +283,12 @@ def dedup_command(
         curate dedup /shared/corpus --output /shared/deduped --tasks 256 --executor slurm --slurm-partition cpu
     """
     from curate.pipelines.dedup import dedup
-    from curate.pipelines.executors import JobSubmitted
 
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, 0)
     started = time.perf_counter()
-    try:
-        result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
-                       tasks=tasks, workers=workers, executor=runs_on)
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (FileNotFoundError, RuntimeError, ValueError) as error:
-        fail(str(error))
+    result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
+                   tasks=tasks, workers=workers, executor=runs_on)
     seconds = time.perf_counter() - started
     summary(f"Deduplicated → {output}", [
         ("read", f"{result.read:,}"), ("exact duplicates", f"{result.exact_removed:,}"),
@@ -361,22 +335,16 @@ def decontam_command(
 
         curate decontam /shared/corpus --against /shared/eval/aime.jsonl=problem -o /shared/clean --tasks 256 --executor slurm --slurm-partition cpu
     """
-    from curate.pipelines.decontam import BenchmarkError, decontaminate
-    from curate.pipelines.executors import JobSubmitted
+    from curate.pipelines.decontam import decontaminate
 
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, 0)
     started = time.perf_counter()
-    try:
-        result = decontaminate(
-            input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
-            id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
-            tasks=tasks, workers=workers, executor=runs_on,
-        )
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (BenchmarkError, FileNotFoundError, RuntimeError, ValueError) as error:
-        fail(str(error))
+    result = decontaminate(
+        input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
+        id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
+        tasks=tasks, workers=workers, executor=runs_on,
+    )
     seconds = time.perf_counter() - started
     rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]
     rows += [(f"  {name} ({info['items']:,} items)", f"{result.hits.get(name, 0):,}") for name, info in result.index.benchmarks.items()]
@@ -416,7 +384,7 @@ def mcqa(
 
         curate mcqa -i aqua/dev.json --reformulate --model Qwen/Qwen2.5-72B-Instruct --backend vllm -o datasets/aqua-open
     """
-    from curate.builders.mcqa import FormatError, run_mcqa
+    from curate.builders.mcqa import run_mcqa
 
     if model and not reformulate:
         fail("--model applies to --reformulate only")
@@ -425,11 +393,8 @@ def mcqa(
     llm = {"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "max_tokens": max_tokens,
            "temperature": 0.0, "concurrency": concurrency} if reformulate else None
     started = time.perf_counter()
-    try:
-        result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit, dedup=dedup, decontam=decontam,
-                          benchmarks_dir=benchmarks_dir, reformulate=llm)
-    except (FormatError, FileNotFoundError, ValueError) as error:
-        fail(str(error))
+    result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit, dedup=dedup, decontam=decontam,
+                      benchmarks_dir=benchmarks_dir, reformulate=llm)
     total = result.kept + result.rejected
     rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
@@ -510,17 +475,13 @@ def cpt(
         curate cpt --tags /shared/tags/cues_v2 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
     from curate.builders.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
-    from curate.pipelines.executors import JobSubmitted
 
-    try:
-        chosen = parse_behavior_list(behaviors)
-        if not chosen:
-            raise UnknownBehaviorError("--behaviors is empty")
-        selection = CPTSelection(behaviors=chosen, min_behaviors=min_behaviors, min_count=min_count, seed=seed)
-        if rewrite and not model:
-            raise CPTError("--rewrite needs --model")
-    except (UnknownBehaviorError, CPTError) as error:
-        fail(str(error))
+    chosen = parse_behavior_list(behaviors)
+    if not chosen:
+        raise UnknownBehaviorError("--behaviors is empty")
+    selection = CPTSelection(behaviors=chosen, min_behaviors=min_behaviors, min_count=min_count, seed=seed)
+    if rewrite and not model:
+        raise CPTError("--rewrite needs --model")
     spec = input_spec(texts, text_key, id_key, split, streaming)
     options = RewriteOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
                              max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
@@ -528,15 +489,10 @@ def cpt(
         fail("--gpus-per-task applies to --rewrite only")
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
-    try:
-        result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
-                         length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
-                         rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
-                         license=license, oversample=oversample, executor=runs_on)
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (CPTError, FileNotFoundError, RuntimeError, ValueError) as error:
-        fail(str(error))
+    result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
+                     length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+                     rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
+                     license=license, oversample=oversample, executor=runs_on)
     report = result.report
     rows = [
         ("budget", f"{report.budget:,} tokens (± {100 * report.tolerance:g} %)"),

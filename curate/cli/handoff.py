@@ -103,12 +103,9 @@ def export_dataset(
 
         curate export datasets/priming --to sft --output exports/priming-sft
     """
-    from curate.handoff.export import ExportError, run_export
+    from curate.handoff.export import run_export
 
-    try:
-        result = run_export(dataset, to, output, instruction=instruction, system=system)
-    except ExportError as error:
-        fail(str(error))
+    result = run_export(dataset, to, output, instruction=instruction, system=system)
     rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.rejected.items()]
     rows += [("data", str(output / "data")), ("rejects", str(output / "rejects" / "export.jsonl"))]
@@ -147,14 +144,11 @@ def audit_verifier(
         curate audit-verifier --pairs my_pairs.jsonl --reward curate/multihop --verdicts verdicts.jsonl
     """
     from curate.handoff.verifier_audit import RECALL_FLOOR, read_pairs, run_audit, write_verdicts
-    from curate.rewards import UnknownRewardError, get_reward
+    from curate.rewards import get_reward
 
     if not pairs.is_file():
         fail(f"{pairs} does not exist")
-    try:
-        get_reward(reward)
-    except UnknownRewardError as error:
-        fail(str(error))
+    get_reward(reward)
     labeled, rejects = read_pairs(pairs)
     for reject in rejects:
         console.print(f"[yellow]skipped line {reject['line']}: {reject['reason']}[/]")
@@ -235,20 +229,14 @@ def filter_passrate(
 
         curate filter-passrate --dataset /shared/math --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 16 --gpus-per-task 1 --executor slurm --slurm-partition gpu -o /shared/math-pr
     """
-    from curate.pipelines.executors import JobSubmitted
-    from curate.handoff.passrate import PassRateError, parse_band, run_passrate_filter
+    from curate.handoff.passrate import parse_band, run_passrate_filter
 
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
-    try:
-        options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
-                                    device, concurrency, tp, dp, server_arg)
-        result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
-                                     executor=runs_on)
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (PassRateError, RuntimeError) as error:
-        fail(str(error))
+    options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
+                                device, concurrency, tp, dp, server_arg)
+    result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
+                                 executor=runs_on)
     sampling = result.sampling
     rows = [(f"kept ({split})", f"{n:,}") for split, n in sorted(result.kept.items())]
     rows += [(f"dropped: {reason}", f"{n:,}") for reason, n in result.rejected.most_common()]
@@ -288,16 +276,12 @@ def audit_policy(
 
         curate audit-policy --model Qwen/Qwen2.5-1.5B-Instruct --dataset datasets/math --n 100 --k 4 --device cpu
     """
-    from curate.handoff.passrate import PassRateError
-    from curate.handoff.policy_audit import PolicyAuditError, run_policy_audit
+    from curate.handoff.policy_audit import run_policy_audit
 
-    try:
-        options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system, device,
-                                    concurrency, tp, dp, server_arg)
-        result = run_policy_audit(output, options, task=task or (None if dataset else "countdown"), dataset=dataset, n=n,
-                                  seed=seed, classifier=classifier)
-    except (PolicyAuditError, PassRateError, RuntimeError) as error:
-        fail(str(error))
+    options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system, device,
+                                concurrency, tp, dp, server_arg)
+    result = run_policy_audit(output, options, task=task or (None if dataset else "countdown"), dataset=dataset, n=n,
+                              seed=seed, classifier=classifier)
     pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
     rows = [("samples / prompts", f"{result.samples:,} / {result.prompts:,}"),
             ("accuracy", f"{pct(result.accuracy)} ({result.correct:,} / {result.scored:,} scored)"),
@@ -325,12 +309,9 @@ def handoff(
 
         curate handoff datasets/priming --trainer trl --output kits/priming && python kits/priming/train_sft.py --model Qwen/Qwen2.5-0.5B
     """
-    from curate.handoff.kits import HandoffError, run_handoff
+    from curate.handoff.kits import run_handoff
 
-    try:
-        result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
-    except HandoffError as error:
-        fail(str(error))
+    result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
     rows = [(f"{part} rows ({split})", f"{n:,}") for part, export in result.exports.items() for split, n in sorted(export.rows.items())]
     rows += [(f"reward {name}", f"{n:,} rows") for name, n in sorted(result.data_sources.items())]
     rows += [(f"skipped {part}", why) for part, why in result.skipped.items()]

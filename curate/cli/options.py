@@ -87,11 +87,6 @@ def executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpu
     return options
 
 
-def submitted(error) -> None:
-    console.print(f"[yellow]{error}[/]")
-    raise typer.Exit(0)
-
-
 def fail(message: str) -> None:
     console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(2)

@@ -8,9 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from curate.cli.app import app
-from curate.cli.options import (
-    fail,
-)
 
 
 @app.command()
@@ -26,13 +23,10 @@ def deploy(
 
         curate deploy --name nightly-tag
     """
-    from curate.flows.deployments import ServerNotReady, find_project_file
+    from curate.flows.deployments import find_project_file
     from curate.flows.deployments import deploy as run_deploy
 
-    try:
-        code = run_deploy(prefect_file or find_project_file(), name or None)
-    except (FileNotFoundError, ValueError, ServerNotReady) as error:
-        fail(str(error))
+    code = run_deploy(prefect_file or find_project_file(), name or None)
     raise typer.Exit(code)
 
 
@@ -52,8 +46,5 @@ def serve(
     from curate.flows.deployments import find_project_file
     from curate.flows.deployments import serve as run_serve
 
-    try:
-        run_serve(prefect_file or find_project_file(), name or None)
-    except (FileNotFoundError, ValueError) as error:
-        fail(str(error))
+    run_serve(prefect_file or find_project_file(), name or None)
 

@@ -92,14 +92,10 @@ def tag(
 
         curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
     """
-    from curate.classifiers import UnknownClassifierError, resolve_name
-    from curate.pipelines.executors import JobSubmitted
-    from curate.pipelines.tag import TagsMismatchError, run_tagging
+    from curate.classifiers import resolve_name
+    from curate.pipelines.tag import run_tagging
 
-    try:
-        resolved, _ = resolve_name(classifier)
-    except UnknownClassifierError as error:
-        fail(str(error))
+    resolved, _ = resolve_name(classifier)
     if resolved.startswith(("llm_", "cascade_")):
         if not model:
             fail(f"--classifier {classifier} needs --model M (and --backend vllm|endpoint|transformers)")
@@ -117,13 +113,8 @@ def tag(
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     started = time.perf_counter()
-    try:
-        result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
-                             executor=runs_on)
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (UnknownClassifierError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
-        fail(str(error))
+    result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
+                         executor=runs_on)
     summary(f"Tagged → {result.tags_dir}", tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started))
 
 
@@ -223,9 +214,7 @@ def tag_llm(
 
         curate tag-llm --model Qwen/Qwen2.5-0.5B-Instruct --backend transformers --device cpu --gate cues --limit 50
     """
-    from curate.pipelines.executors import JobSubmitted
-    from curate.pipelines.llm_tag import LLMTagConfigError, LLMTagOptions, run_llm_tagging
-    from curate.pipelines.tag import TagsMismatchError
+    from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 
     server_args = {}
     for item in server_arg or []:
@@ -240,12 +229,7 @@ def tag_llm(
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     spec = input_spec(input, text_key, id_key, split, streaming)
-    try:
-        result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
-    except JobSubmitted as submitted:
-        submitted(submitted)
-    except (LLMTagConfigError, TagsMismatchError, FileNotFoundError, RuntimeError, ValueError) as error:
-        fail(str(error))
+    result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
     rows = [r for r in tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]
     rows += [
         ("sent to the LLM", f"{result.llm_documents:,}"),
@@ -278,10 +262,7 @@ def eval_gate(
     from curate.pipelines.llm_tag import evaluate_gate
 
     spec = input_spec(input, text_key, id_key, split, streaming)
-    try:
-        report, missing = evaluate_gate(spec, labels, gate=gate, sample=sample, seed=seed)
-    except (FileNotFoundError, ValueError) as error:
-        fail(str(error))
+    report, missing = evaluate_gate(spec, labels, gate=gate, sample=sample, seed=seed)
     pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
     rows = [
         ("documents compared", f"{report.documents:,}"),
@@ -325,16 +306,13 @@ def distill(
 
         curate tag-llm --gate distilled:models/distilled-cues ...   (the heads as the cascade's gate)
     """
-    from curate.pipelines.distill import DistillError, train_distilled
+    from curate.pipelines.distill import train_distilled
 
     spec = input_spec(texts, text_key, id_key, split, streaming)
-    try:
-        report = train_distilled(
-            labels, spec, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
-            min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
-        )
-    except (DistillError, FileNotFoundError) as error:
-        fail(str(error))
+    report = train_distilled(
+        labels, spec, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
+        min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
+    )
     table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
     for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
         table.add_column(column, justify="left" if column == "behavior" else "right")

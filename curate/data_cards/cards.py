@@ -21,6 +21,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 import curate
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.data_cards.plots import plot_prevalence
+from curate.errors import CurateError
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -115,7 +116,7 @@ BEHAVIOR_FIELDS = [
 ]
 
 
-class InvalidCardError(ValueError):
+class InvalidCardError(CurateError, ValueError):
     pass
 
 

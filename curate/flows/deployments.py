@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from curate.errors import CurateError
+
 PROJECT_FILE = "prefect.yaml"
 
 
@@ -81,7 +83,7 @@ def serve(path: str | Path, names: list[str] | None = None) -> None:
     prefect_serve(*deployments)
 
 
-class ServerNotReady(RuntimeError):
+class ServerNotReady(CurateError, RuntimeError):
     pass
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.errors import CurateError
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
@@ -42,7 +43,7 @@ MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])
 SCALAR = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean)
 
 
-class ExportError(ValueError):
+class ExportError(CurateError, ValueError):
     """The dataset as a whole cannot be exported (missing columns, no files)."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from curate.errors import CurateError
 from curate.handoff.export import ExportError, ExportResult, run_export
 from curate.pipelines.steps import PARTIAL
 from curate.rewards import REWARD_PATH, REWARDS
@@ -33,7 +34,7 @@ from curate.rewards import REWARD_PATH, REWARDS
 TRAINERS = ("verl", "trl")
 
 
-class HandoffError(ValueError):
+class HandoffError(CurateError, ValueError):
     pass
 
 

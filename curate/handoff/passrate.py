@@ -41,8 +41,9 @@ from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
-from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
+from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
+from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.llm_tag import CurateInferenceRunner, LLMTagConfigError, LLMTagOptions, inference_config
 from curate.pipelines.steps import PARTIAL, AtomicOutput
 from curate.pipelines.tag import _failed_tasks
@@ -68,7 +69,7 @@ RATES_SCHEMA = pa.schema([
 ])
 
 
-class PassRateError(ValueError):
+class PassRateError(CurateError, ValueError):
     pass
 
 

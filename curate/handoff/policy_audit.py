@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES
+from curate.errors import CurateError
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
 from curate.pipelines.steps import PARTIAL, batched
 
@@ -47,7 +48,7 @@ SAMPLES_SCHEMA = pa.schema([
 ])
 
 
-class PolicyAuditError(ValueError):
+class PolicyAuditError(CurateError, ValueError):
     pass
 
 

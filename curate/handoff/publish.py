@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow.parquet as pq
 
 from curate.data_cards.cards import size_category
+from curate.errors import CurateError
 
 README = "README.md"
 STATE = ".curate"
@@ -35,7 +36,7 @@ SIZE_CATEGORIES = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "1
                    "10B<n<100B", "100B<n<1T", "n>1T")
 
 
-class InvalidDatasetError(ValueError):
+class InvalidDatasetError(CurateError, ValueError):
     """The directory is not a publishable dataset; `problems` lists every reason, not just the first."""
 
     def __init__(self, directory: Path, problems: list[str]):
@@ -43,7 +44,7 @@ class InvalidDatasetError(ValueError):
         super().__init__(f"{directory} cannot be published:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-class UploadError(RuntimeError):
+class UploadError(CurateError, RuntimeError):
     """The upload did not happen. `transient` says whether trying again later may succeed."""
 
     def __init__(self, message: str, transient: bool = False):

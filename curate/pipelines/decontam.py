@@ -33,6 +33,7 @@ from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.utils.hashes.xxhash import xxhash64
 from datatrove.utils.text import simplify_text
 
+from curate.errors import CurateError
 from curate.pipelines.dedup import (
     ROW, STATE, RemovedWriter, first_record_keys, RowReader, RowWriter, count_rows, jsonl_glob, move_read_rejects, resolve_input,
     stage_output, write_jsonl_query, write_report,
@@ -64,7 +65,7 @@ BUILTIN = {
 }
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(CurateError, ValueError):
     pass
 
 

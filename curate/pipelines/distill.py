@@ -28,13 +28,14 @@ from curate.classifiers.distilled import (
     Embedder,
     Heads,
 )
+from curate.errors import CurateError
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
 PR_PLOT = "pr_curves.png"
 MIN_TEST_POSITIVES = 5
 
 
-class DistillError(ValueError):
+class DistillError(CurateError, ValueError):
     pass
 
 

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
 
+from curate.errors import CurateError
+
 EXECUTORS = ("local", "ray", "slurm")
 SLURM_SCRIPT = "launch_script.slurm"
 DRY_RUN_JOB_ID = "dry-run"
@@ -45,7 +47,7 @@ DRY_RUN_SUBMISSION = "dry_run_sbatch.json"  # beside each script of a dry run: t
 STAGE_MANIFEST = "manifest.json"
 
 
-class ExecutorConfigError(ValueError):
+class ExecutorConfigError(CurateError, ValueError):
     pass
 
 

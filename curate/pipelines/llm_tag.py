@@ -38,6 +38,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
 from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
+from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
@@ -67,7 +68,7 @@ LLM_ATTRIBUTE_SCHEMA = pa.schema(
 )
 
 
-class LLMTagConfigError(ValueError):
+class LLMTagConfigError(CurateError, ValueError):
     pass
 
 

@@ -19,12 +19,13 @@ from curate.pipelines.query import (
     write_duplicate_rejects,
 )
 from curate.pipelines.readers import InputSpec, make_reader
+from curate.errors import CurateError
 from curate.pipelines.steps import AttributeWriter, SplitRejects, TagDocuments
 
 MANIFEST = "manifest.json"
 
 
-class TagsMismatchError(RuntimeError):
+class TagsMismatchError(CurateError, RuntimeError):
     pass
 
 

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from curate.errors import CurateError
 from curate.rewards.equivalence import normalize_text, shared_checker
 from curate.rewards.extract import DEFAULT, Extraction, extract_answer
 
 ScoreFunction = Callable[[str, Any, dict | None, Extraction], float | None]
 
 
-class UnknownRewardError(KeyError):
+class UnknownRewardError(CurateError, KeyError):
     def __str__(self) -> str:
         return self.args[0]
 
