@@ -26,6 +26,26 @@ RANGE_START = re.compile(r"-\d")
 ORDINAL = re.compile(r"(?:st|nd|rd|th)\b")
 CLOCK = re.compile(r"\s?(?:am\b|pm\b|a\.m\.|p\.m\.|o'clock)", re.IGNORECASE)
 
+# Arithmetic the solver wrote outside the annotations ("9000(.30)=2700", "$2500-$500=$2000", "half of 24",
+# "30% of 9000"). Re-executing the annotations cannot follow a value through it, so a link whose value
+# reaches it is refused.
+WRITTEN_NUMBER = r"\$?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\$?\s*\.\d+"
+RESULT_AFTER_ANNOTATION = re.compile(r"^\s*\$?\s*\d[\d,]*(?:\.\d+)?")
+OPERAND_BEFORE = re.compile(rf"({WRITTEN_NUMBER})(?=\s*(?:[-–−+*/x×÷^=(]|%))")
+OPERAND_AFTER = re.compile(rf"(?<=[-–−+*/×÷^=()])\s*({WRITTEN_NUMBER})")
+PLAIN_RESULT = re.compile(rf"=\s*({WRITTEN_NUMBER})")
+WORD_OPERATION = re.compile(
+    r"\b(?:half|halves|third|thirds|quarter|quarters|fourth|fifth|tenth|twice|double|triple|thrice|percent)\b"
+    rf"(?:\s+(?:of|as|that|the|is|was|her|his|their|its|it))*\s*({WRITTEN_NUMBER})",
+    re.IGNORECASE,
+)
+NUMBER_WORDS = {
+    1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten",
+    11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen", 16: "sixteen", 17: "seventeen",
+    18: "eighteen", 19: "nineteen", 20: "twenty", 30: "thirty", 40: "forty", 50: "fifty", 60: "sixty",
+    70: "seventy", 80: "eighty", 90: "ninety", 100: "hundred",
+}
+
 MAX_DEPTH = 64
 MAX_EXPRESSION_CHARS = 500
 
@@ -190,12 +210,56 @@ class Given:
 
 
 @dataclass
+class PlainArithmetic:
+    """What a solution computes in plain text, outside its annotations."""
+
+    operands: set[Fraction] = field(default_factory=set)  # numbers taking part in it
+    results: set[Fraction] = field(default_factory=set)  # numbers it produces (after a written '=')
+
+
+def plain_arithmetic(solution: str) -> PlainArithmetic:
+    """The numbers of every computation written outside the annotations. The text in front of an annotation
+    usually restates it ("70 mph - 55 mph = <<70-55=15>>15 mph", "a third of 12 ... 12*(1/3) = <<...>>"), so there
+    a number that the annotation itself uses is not counted; the result written right after it is not either."""
+    found = PlainArithmetic()
+    for line in solution.splitlines():
+        if line.startswith("####"):
+            continue
+        pieces = ANNOTATION.split(line)  # text, annotation, text, ..., text
+        for position in range(0, len(pieces), 2):
+            text = pieces[position]
+            if position > 0:
+                text = RESULT_AFTER_ANNOTATION.sub(" ", text)
+            restated = set(_numbers(pieces[position + 1])) if position + 1 < len(pieces) else set()
+            operands = [m.group(1) for pattern in (OPERAND_BEFORE, OPERAND_AFTER, WORD_OPERATION)
+                        for m in pattern.finditer(text)]
+            found.operands.update(v for v in map(_value, operands) if v not in restated)
+            found.results.update(_value(m.group(1)) for m in PLAIN_RESULT.finditer(text))
+    return found
+
+
+def _value(written: str) -> Fraction:
+    return parse_number(written.replace(" ", ""))
+
+
+def _numbers(annotation: str) -> list[Fraction]:
+    return [Fraction(m) for m in re.findall(r"\d+(?:\.\d+)?|\.\d+", annotation)]
+
+
+def written_in_words(value: Fraction, text: str) -> bool:
+    """Whether `value` is also written as a word in `text` ("five"): replacing the digits would leave it."""
+    word = NUMBER_WORDS.get(value.numerator) if value.denominator == 1 else None
+    return bool(word and re.search(rf"\b{word}\b", text, re.IGNORECASE))
+
+
+@dataclass
 class Solution:
     steps: list[Step]
     givens: list[Given]
     answer: Fraction
     answer_step: int
     values: list[Fraction] = field(default_factory=list)
+    plain: PlainArithmetic = field(default_factory=PlainArithmetic)
 
     def execute(self, overrides: dict[int, Fraction] | None = None) -> list[Fraction]:
         """Every step's value, with given `i` taking the value `overrides[i]` where one is set."""
@@ -229,6 +293,15 @@ class Solution:
                 elif literal.kind == "step":
                     pending.append(literal.ref)
         return givens
+
+    def steps_fed_by(self, given: int) -> list[int]:
+        """Indices of the steps whose value depends on given `given`, through any chain of steps."""
+        fed: list[int] = []
+        for index, step in enumerate(self.steps):
+            if any((lit.kind == "given" and lit.ref == given) or (lit.kind == "step" and lit.ref in fed)
+                   for lit in step.literals):
+                fed.append(index)
+        return fed
 
     def substitutable_givens(self) -> list[int]:
         """Givens that can take the previous hop's answer: written once in the question, feeding the
@@ -318,7 +391,8 @@ def parse_solution(question: str, solution: str) -> Solution:
     answer_steps = [i for i, v in enumerate(values) if v == answer]
     if not answer_steps:
         raise UnexecutableSolution("answer_not_reproduced", f"no annotation computes the answer {final[-1]}")
-    result = Solution(steps=steps, givens=givens, answer=answer, answer_step=answer_steps[-1])
+    result = Solution(steps=steps, givens=givens, answer=answer, answer_step=answer_steps[-1],
+                      plain=plain_arithmetic(solution))
     # Linking by value can point a literal at a different earlier step holding the same value as the one
     # the solver meant; the values are equal, so re-execution still reproduces every annotation.
     result.values = result.execute()

@@ -3,9 +3,12 @@
 Each source problem's solution is parsed into an executable expression graph (`arith`); problems
 whose graph does not reproduce their `#### N` answer are set aside with the reason. A link puts the
 previous hop's answer in place of one number of the next problem (written once in its text, feeding
-its answer), re-executes the next problem's graph with that value, and is accepted only when every
-intermediate value keeps its sign, stays whole where it was whole, and stays within `max_ratio` of
-its original magnitude. Every rejected link is written with its reason.
+its answer), re-executes the next problem's graph with that value, and is accepted only when the value
+flows through annotated arithmetic alone (neither it nor anything computed from it is used in arithmetic
+the solver wrote in plain text, "9000(.30)=2700", nor stands for another quantity of the same value),
+when the answer changes with it (re-executed with a second value), and when every intermediate value
+keeps its sign, stays whole where it was whole, and stays within `max_ratio` of its original magnitude.
+Every rejected link is written with its reason.
 
 Three ablation sets come from the same chains, hence the same source problems:
     full    one row per chain of k hops
@@ -41,7 +44,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from curate.builders.arith import ExpressionError, Solution, UnexecutableSolution, format_number, parse_number, parse_solution
+from curate.builders.arith import (
+    ExpressionError,
+    Solution,
+    UnexecutableSolution,
+    format_number,
+    parse_number,
+    parse_solution,
+    written_in_words,
+)
 from curate.pipelines.readers import REJECT_REASON, InputSpec, is_reject, make_reader
 
 DATA_SOURCE = "curate/multihop"
@@ -201,10 +212,31 @@ def check_link(problem: SourceProblem, given: int, value: Fraction, max_ratio: f
         return "substitute_not_whole", None
     if not 1 / max_ratio <= value / original <= max_ratio:
         return "substitute_out_of_range", None
+    fed = solution.steps_fed_by(given)
+    # The values the substitution changes: a copy of one of them used outside the annotations (plain-text
+    # arithmetic, "half of it") or standing for another quantity would keep its old value there.
+    changed = {original} | {solution.values[i] for i in fed}
+    if changed & solution.plain.operands:
+        return "value_in_unannotated_arithmetic", None
+    if any(lit.kind == "const" and lit.value in solution.plain.results for i in fed for lit in solution.steps[i].literals):
+        return "unannotated_result_in_annotation", None
     try:
         values = solution.execute({given: value})
+        # A link is only a link if the answer moves with the value put in.
+        other = solution.execute({given: value + 1})
     except ExpressionError:
         return "division_by_zero", None
+    if other[solution.answer_step] == values[solution.answer_step]:
+        return "answer_ignores_substitute", None
+    # Literals are linked to their source by value: a changed intermediate equal to another given or to another
+    # result could be either one where it is used next.
+    others = {g.value for i, g in enumerate(solution.givens) if i != given}
+    unchanged_steps = {v for i, v in enumerate(solution.values) if i not in fed}
+    fed_values = [solution.values[i] for i in fed]
+    if set(fed_values) & (others | unchanged_steps) or len(set(fed_values)) < len(fed_values):
+        return "changed_value_has_another_meaning", None
+    if written_in_words(original, problem.question):
+        return "replaced_value_also_in_words", None
     for old, new in zip(solution.values, values):
         if (old > 0) != (new > 0) or (old < 0) != (new < 0):
             return "intermediate_sign_changed", None
@@ -624,7 +656,10 @@ def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: di
                "(`<<48/2=24>>`) were parsed into an expression graph and re-executed exactly (rational arithmetic, no "
                "`eval`); only problems that reproduce their `#### N` answer were used. A link replaces a number written "
                "once in the next problem's text that feeds its answer, then re-executes that problem; it is accepted "
-               "only if every intermediate value keeps its sign, stays whole where it was whole and stays within a "
+               "only if the value flows through annotated arithmetic alone (neither it nor a value computed from it "
+               "takes part in arithmetic written in plain text, such as `9000(.30)=2700` or \"half of 40\", or equals "
+               "another number of the problem), if the answer changes when a second value is put in, and if every "
+               "intermediate value keeps its sign, stays whole where it was whole and stays within a "
                f"factor {ratio} of its original value. Every row was re-executed from its stored hops before writing.",
         parameters=[("question key" if k == "text_key" else k.replace("_", " "), v) for k, v in parameters.items()],
         command=reproduce_command(parameters, output),

@@ -26,6 +26,7 @@ from curate.builders.multihop import (
     run_multihop,
 )
 from curate.pipelines.readers import InputSpec
+from tests.support.gsm8k_reexec import Unchecked, check_row, reexecute_hop
 from tests.support.shared import NATALIA_A, NATALIA_Q
 
 
@@ -286,3 +287,127 @@ def test_same_seed_same_chains_and_a_tampered_row_is_caught(shared_data, tmp_pat
     tampered["hops"][1]["substituted_value"] = format_number(parse_number(tampered["hops"][1]["substituted_value"]) + 1)
     with pytest.raises(ChainMismatch):
         reexecute(tampered, sources)
+
+
+def test_a_value_that_reaches_plain_text_arithmetic_is_not_linked():
+    # The depreciation is computed in plain text: re-executing the annotations alone keeps the old 300.
+    boat = problem("A boat costs $1000. It loses 30% of its value. What is it worth?",
+                   "It loses 1000(.30)=300\n1000-300=<<1000-300=700>>700\n#### 700")
+    cost = next(i for i, g in enumerate(boat.solution.givens) if g.text == "1000")
+    assert check_link(boat, cost, Fraction(2000), 10.0) == ("value_in_unannotated_arithmetic", None)
+    # A computed value restated in a plain equation ("$250-$50=$200") is the same failure one step later.
+    seats = problem("A cab costs $750. Seats cost a third of the cab and boards $50 less than the seats. "
+                    "What do the seats and boards cost together?",
+                    "Seats: $750/3=$<<750/3=250>>250.\nBoards: $250-$50=$200\nTogether: <<250+200=450>>450\n#### 450")
+    cab = next(i for i, g in enumerate(seats.solution.givens) if g.text == "750")
+    assert check_link(seats, cab, Fraction(900), 10.0) == ("value_in_unannotated_arithmetic", None)
+    # "half of it" in words, with no annotation on that line to restate.
+    half = problem("Ann has 40 stickers. She gives half of them away and buys 5. How many has she?",
+                   "She gives away half of 40, which is 20.\n<<40-20+5=25>>25\n#### 25")
+    forty = next(i for i, g in enumerate(half.solution.givens) if g.text == "40")
+    assert check_link(half, forty, Fraction(60), 10.0) == ("value_in_unannotated_arithmetic", None)
+    five = problem("Ann has 40 stickers and buys 5 more: five new ones. How many has she?", "<<40+5=45>>45\n#### 45")
+    index = next(i for i, g in enumerate(five.solution.givens) if g.text == "5")
+    assert check_link(five, index, Fraction(7), 10.0) == ("replaced_value_also_in_words", None)
+
+
+def test_a_restated_annotation_is_not_plain_text_arithmetic():
+    speeds = problem("Tom drives at 70 mph and Bob at 55 mph. How much faster is Tom?",
+                     "Tom is faster by 70 mph - 55 mph = <<70-55=15>>15 mph.\n#### 15")
+    seventy = next(i for i, g in enumerate(speeds.solution.givens) if g.text == "70")
+    assert check_link(speeds, seventy, Fraction(80), 10.0) == (None, Fraction(25))
+    third = problem("A boy has 12 oranges and gives a third of them away. How many does he give?",
+                    "He gives a third of 12 oranges, 12*(1/3) = <<12*(1/3)=4>>4 oranges\n#### 4")
+    assert check_link(third, 0, Fraction(15), 10.0) == (None, Fraction(5))
+
+
+def test_a_link_whose_answer_ignores_the_value_is_rejected():
+    # Both players' free space shrinks by the same capacity: the difference is 40 whatever it is.
+    songs = problem("Each player stores 100 songs. Gabe has 20 songs and Lu has 3 times as many. "
+                    "How many fewer songs can Lu add than Gabe?",
+                    "<<100-20=80>>80\n<<20*3=60>>60\n<<100-60=40>>40\n<<80-40=40>>40\n#### 40")
+    capacity = next(i for i, g in enumerate(songs.solution.givens) if g.text == "100")
+    reason, _ = check_link(songs, capacity, Fraction(150), 10.0)
+    assert reason in ("answer_ignores_substitute", "changed_value_has_another_meaning")
+    ratio = problem("Sue saves 25% of a $1000 salary and needs 40% of it for 10 years. How many years must she work?",
+                    "<<40*.01*1000=400>>400\n<<10*400=4000>>4000\n<<1000*25*.01=250>>250\n<<4000/250=16>>16\n#### 16")
+    salary = next(i for i, g in enumerate(ratio.solution.givens) if g.text == "1000")
+    assert check_link(ratio, salary, Fraction(1500), 10.0) == ("answer_ignores_substitute", None)
+
+
+def shared_record(shared_data, line: int) -> dict:
+    return json.loads((shared_data / "gsm8k" / "test.jsonl").read_text().splitlines()[line])
+
+
+@pytest.mark.parametrize("line, replaced, value, reason", [
+    (1270, "9000", 31800, "value_in_unannotated_arithmetic"),  # Gary's boat: "9000(.30)=2700"
+    (640, "7,500", 7200, "value_in_unannotated_arithmetic"),  # Bill's truck: "$2500-$500=$2000"
+    (1105, "100,000", 150000, "answer_ignores_substitute"),  # Lauren: 40 years whatever the salary
+])
+def test_the_known_wrong_links_are_rejected(shared_data, line, replaced, value, reason):
+    record = shared_record(shared_data, line)
+    source = problem(record["question"], record["answer"])
+    index = next(i for i, g in enumerate(source.solution.givens) if g.text == replaced)
+    assert check_link(source, index, Fraction(value), 10.0) == (reason, None)
+
+
+def test_the_independent_evaluator_follows_plain_text_arithmetic(shared_data):
+    gary = shared_record(shared_data, 1270)
+    # 31800 * 0.7 * 0.7 * 0.8, through three equations written outside the annotations.
+    assert reexecute_hop(gary["question"], gary["answer"], "9000", Fraction(31800)) == Fraction("12465.6")
+    bill = shared_record(shared_data, 640)
+    assert reexecute_hop(bill["question"], bill["answer"], "7,500", Fraction(7200)) == 43000
+    # What annotation-only re-execution stored before this check existed is caught as a mismatch.
+    shown = bill["question"].replace("$7,500", "$X1")
+    row = {"answer": "43100", "hops": [
+        {"source_id": "nat", "question": NATALIA_Q, "answer": "72"},
+        {"source_id": "bill", "question": shown, "answer": "43100"},
+    ]}
+    raw = {"nat": {"question": NATALIA_Q, "answer": NATALIA_A}, "bill": bill}
+    row["hops"][1]["question"] = bill["question"].replace("$7,500", "$X1")
+    assert check_row(row, raw).status == "mismatch"
+    lauren = shared_record(shared_data, 1105)
+    row = {"answer": "40", "hops": [row["hops"][0], {"source_id": "lauren", "answer": "40",
+                                                     "question": lauren["question"].replace("100,000", "X1")}]}
+    verdict = check_row(row, {**raw, "lauren": lauren})
+    assert verdict.status == "mismatch" and "does not depend" in verdict.reason
+
+
+def test_the_independent_evaluator_refuses_to_guess():
+    with pytest.raises(Unchecked, match="changed_value_equals_another_given"):
+        # 6 children * $20 = $120, and a pass also costs $120: which 120 a later step means is unknown.
+        reexecute_hop("A pass costs $120. Tickets cost $20 and $35; they are 1 adult and 6 children. What is the total?",
+                      "6 * $20 = $<<6*20=120>>120\n$120 + $35 = $<<120+35=155>>155\n#### 155", "6", Fraction(7))
+    with pytest.raises(Unchecked, match="changed_value_in_word_arithmetic"):
+        reexecute_hop("Ann has 40 stickers and buys 5. How many has she?",
+                      "She keeps half of 40, so 20.\n<<20+5=25>>25\n#### 25", "40", Fraction(60))
+
+
+def test_a_thousand_chains_from_gsm8k_train_and_test_reexecute_independently(shared_data, tmp_path):
+    """The second evaluator (tests/support/gsm8k_reexec.py) re-does every computation written in each raw
+    source solution, annotated or not, and must agree with every chain it can check."""
+    source = shared_data / "gsm8k" / "t*[nt].jsonl"  # train.jsonl and test.jsonl, not test_socratic
+    output = tmp_path / "multihop"
+    result = run_multihop(InputSpec(path=str(source), text_key="question"), output, n=1000, hops=(2, 4), seed=0,
+                          progress=False)
+    raw = {}
+    for name in ("train.jsonl", "test.jsonl"):
+        for position, line in enumerate((shared_data / "gsm8k" / name).read_text().splitlines()):
+            raw[f"{name}/{position}"] = json.loads(line)
+    full = pq.read_table(output / "data" / "full-00000.parquet").to_pylist()
+    assert len(full) == 1000
+    verdicts = Counter()
+    mismatches = []
+    for row in full:
+        verdict = check_row(row, raw)
+        verdicts[verdict.status] += 1
+        if verdict.status == "mismatch":
+            mismatches.append((row["id"], verdict.reason))
+    assert not mismatches, mismatches[:5]
+    unchecked = verdicts["unchecked"] / len(full)
+    print(f"independently checked {verdicts['match']} of {len(full)} chains; unchecked share {unchecked:.1%}")
+    assert unchecked < 0.02
+    assert {"train.jsonl", "test.jsonl"} <= {h["source_id"].split("/")[0] for row in full for h in row["hops"]}
+    card = (output / "README.md").read_text()
+    for reason in ("value_in_unannotated_arithmetic", "answer_ignores_substitute"):
+        assert reason in result.stats.link_rejects and reason in card
