@@ -32,7 +32,7 @@ from curate.pipelines.steps import (
     KeepSelected,
     SplitRejects,
 )
-from curate.pipelines.tag import run_tagging
+from curate.pipelines.tag import MANIFEST, run_tagging
 
 STATE = ".curate"
 
@@ -62,13 +62,15 @@ def run_build(
     decontam: str | None = None,
     benchmarks_dir: str | Path | None = None,
     executor: ExecutorOptions | None = None,
+    verify_inputs: bool = False,
+    allow_partial: bool = False,
 ) -> BuildResult:
     from curate.data_cards.cards import write_behavior_card
 
     output = Path(output)
     tags_root = Path(tags_root) if tags_root else output / "tags"
     tagged = run_tagging(spec, tags_root, classifier, tasks=tasks, workers=workers, batch_size=batch_size, progress=progress,
-                          executor=executor)
+                          executor=executor, verify_inputs=verify_inputs, allow_partial=allow_partial)
 
     state = output / STATE
     parameters = {
@@ -78,6 +80,8 @@ def run_build(
         "selection": selection.describe(),
         # A cleaned build is another dataset: toggling either must not reuse the data of the other.
         "cleaning": {"dedup": dedup, "decontam": decontam},
+        # The corpus as tagged: a file added or changed since the last build makes this another build, not a resume.
+        "input_files": json.loads((tagged.tags_dir / MANIFEST).read_text()).get("files"),
     }
     parameters_path = state / "parameters.json"
     if parameters_path.exists() and json.loads(parameters_path.read_text()) != parameters:

@@ -5,6 +5,7 @@ Every dataset is a cheap, re-runnable query over the shards; changing a threshol
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -259,6 +260,18 @@ def count_rejects(rejects_dir: str | Path) -> dict[str, int]:
             params={"files": files},
         ).fetchall()
     return dict(rows)
+
+
+def first_reject_reason(rejects_dir: str | Path, kind: str) -> str:
+    """The full reason of the first reject of a kind (`missing_text_field: no field 'txt' (fields: ...)`), which
+    says more than its kind alone: the fields the records have, the byte that is not UTF-8."""
+    for path in _reject_files(rejects_dir):
+        with open(path, "rb") as f:
+            for line in f:
+                reason = json.loads(line).get("reason") or ""
+                if reason.split(":")[0] == kind:
+                    return reason
+    return kind
 
 
 def count_kept_elsewhere(rejects_dir: str | Path) -> int:

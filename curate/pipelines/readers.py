@@ -20,9 +20,16 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.readers.base import BaseDiskReader
 from datatrove.pipeline.readers.huggingface import HuggingFaceDatasetReader
 
+from curate.errors import CurateError
+
 REJECT_REASON = "reject_reason"
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst", ".jsonl.bz2")
 PARQUET_SUFFIXES = (".parquet",)
+BOM = "\ufeff"
+
+
+class NoInputFilesError(CurateError, FileNotFoundError):
+    """An input folder or glob that matches no file: a run over it would read nothing and look successful."""
 
 
 def is_reject(document: Document) -> bool:
@@ -81,6 +88,20 @@ class InputSpec:
             return {"input": self.path, "split": self.split, "config": self.config, **described}
         return {"input": str(Path(self.path).expanduser().resolve()) if not globlib.has_magic(self.path) else self.path, **described}
 
+    def list_files(self) -> list[str]:
+        """The one input finder: every file the corpus readers read, relative to `folder_and_pattern()[0]`, sorted
+        as datatrove deals them to ranks. Raises NoInputFilesError, naming the pattern, when nothing matches."""
+        folder, pattern = self.folder_and_pattern()
+        root = Path(folder)
+        if pattern is None:
+            paths = [p for p in root.rglob("*") if p.is_file()]
+        else:
+            paths = [Path(p) for p in globlib.glob(str(root / pattern), recursive=True) if Path(p).is_file()]
+        if not paths:
+            where = f"{pattern!r} in {folder}" if pattern else f"the folder {folder} (it is empty)"
+            raise NoInputFilesError(f"No files found: nothing matches {where}. Check --input (quote globs: 'corpus/*.jsonl').")
+        return sorted(str(p.relative_to(root)) for p in paths)
+
     def folder_and_pattern(self) -> tuple[str, str | None]:
         path = str(Path(self.path).expanduser())
         if globlib.has_magic(path):
@@ -105,10 +126,15 @@ class CorpusReader(FirstCopyOfEachId, BaseDiskReader):
     name = "📖 Corpus (jsonl/parquet, rejects kept)"
     _requires_dependencies = ["orjson", "pyarrow"]
 
-    def __init__(self, spec: InputSpec, progress: bool = False, limit: int = -1):
+    def __init__(self, spec: InputSpec, progress: bool = False, limit: int = -1, paths_file: str | None = None,
+                 skip_files: tuple[str, ...] = ()):
+        """`paths_file`: read exactly the files it lists (one relative path a line), dealt to ranks by their line,
+        so a tags directory keeps its sharding while files are added to the input. `skip_files`: files of that
+        list a later run re-tagged (they changed), read as if empty so the rank assignment stays the same."""
         folder, pattern = spec.folder_and_pattern()
         super().__init__(
             data_folder=folder,
+            paths_file=paths_file,
             glob_pattern=pattern,
             text_key=spec.text_key,
             id_key=spec.id_key,
@@ -116,6 +142,7 @@ class CorpusReader(FirstCopyOfEachId, BaseDiskReader):
             limit=limit,
             recursive=True,
         )
+        self.skip_files = frozenset(skip_files)
 
     def _document(self, record: object, source: str, position: int, raw: str) -> Document:
         if not isinstance(record, dict):
@@ -138,6 +165,9 @@ class CorpusReader(FirstCopyOfEachId, BaseDiskReader):
         return self._first_copy(Document(text=text, id=str(doc_id), metadata=metadata), source, position, raw, record)
 
     def read_file(self, filepath: str) -> DocumentsPipeline:
+        if filepath in self.skip_files:
+            self.stat_update("superseded_files")
+            return
         lower = filepath.lower()
         if lower.endswith(PARQUET_SUFFIXES):
             reading = self._read_parquet(filepath)
@@ -145,7 +175,8 @@ class CorpusReader(FirstCopyOfEachId, BaseDiskReader):
             reading = self._read_jsonl(filepath)
         else:
             self.stat_update("rejected_files")
-            yield make_reject("unsupported_file_type: expected .jsonl[.gz|.zst] or .parquet", filepath, None)
+            yield make_reject("unsupported_file_type: expected .jsonl[.gz|.zst] or .parquet "
+                              "(a compressed JSON lines file must be named NAME.jsonl.gz)", filepath, None)
             return
         position = -1
         try:
@@ -164,6 +195,8 @@ class CorpusReader(FirstCopyOfEachId, BaseDiskReader):
                 with self.track_time():
                     try:
                         raw = line.decode("utf-8")
+                        if position == 0:
+                            raw = raw.removeprefix(BOM)  # editors on Windows start UTF-8 files with one
                     except UnicodeDecodeError as error:
                         yield position, make_reject(
                             f"invalid_utf8: bad byte at offset {error.start}", filepath, position,
@@ -226,5 +259,8 @@ class HubReader(FirstCopyOfEachId, HuggingFaceDatasetReader):
         return self._first_copy(document, f"{source_file}/{id_in_file}", None, "", data)
 
 
-def make_reader(spec: InputSpec, progress: bool = False, limit: int = -1):
-    return HubReader(spec, progress, limit) if spec.is_hub else CorpusReader(spec, progress, limit)
+def make_reader(spec: InputSpec, progress: bool = False, limit: int = -1, paths_file: str | None = None,
+                skip_files: tuple[str, ...] = ()):
+    if spec.is_hub:
+        return HubReader(spec, progress, limit)
+    return CorpusReader(spec, progress, limit, paths_file=paths_file, skip_files=skip_files)

@@ -26,7 +26,15 @@ class AtomicOutput:
     so a reader never sees half a shard and a crashed task leaves nothing that looks finished.
 
     Files are published both when a writer closes one mid-run (size rotation, InferenceRunner's
-    per-chunk outputs) and when the writer itself closes."""
+    per-chunk outputs) and when the writer itself closes. A writer left by an exception (Ctrl-C, SIGTERM,
+    a failing step; GeneratorExit when a step after it stopped) closes its open files under their
+    `.partial` names: a shard cut short must not look finished to `stats`, `build` or a rerun."""
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if exc_type is None:
+            return super().__exit__(exc_type, exc_val, exc_tb)
+        self.output_mg.close()  # the files stay NAME.partial; the rerun of this rank rewrites them
+        return False
 
     def _get_output_filename(self, document, rank=0, **kwargs):
         return super()._get_output_filename(document, rank, **kwargs) + PARTIAL
@@ -49,8 +57,9 @@ class AtomicOutput:
 class RejectsWriter(AtomicOutput, JsonlWriter):
     name = "🗑 Rejects"
 
-    def __init__(self, output_folder: str):
-        super().__init__(output_folder, output_filename="rejects_${rank}.jsonl", compression=None, adapter=_reject_row)
+    def __init__(self, output_folder: str, prefix: str = ""):
+        super().__init__(output_folder, output_filename=f"rejects_{prefix}${{rank}}.jsonl", compression=None,
+                         adapter=_reject_row)
 
 
 def _reject_row(_writer, document: Document) -> dict:
@@ -69,12 +78,13 @@ class SplitRejects(PipelineStep):
     name = "🗑 Split rejects"
     type = "🔀 - ROUTER"
 
-    def __init__(self, rejects_folder: str):
+    def __init__(self, rejects_folder: str, prefix: str = ""):
         super().__init__()
         self.rejects_folder = rejects_folder
+        self.prefix = prefix  # a later run over the same folder (a tags update) names its files apart
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        with RejectsWriter(self.rejects_folder) as writer:
+        with RejectsWriter(self.rejects_folder, self.prefix) as writer:
             for document in data:
                 if is_reject(document):
                     writer.write(document, rank)
@@ -147,10 +157,10 @@ class AttributeWriter(AtomicOutput, ParquetWriter):
 
     name = "📒 Attributes"
 
-    def __init__(self, output_folder: str):
+    def __init__(self, output_folder: str, prefix: str = ""):
         super().__init__(
             output_folder,
-            output_filename="attributes_${rank}.parquet",
+            output_filename=f"attributes_{prefix}${{rank}}.parquet",
             adapter=lambda _writer, document: document.metadata[ATTRIBUTES],
             schema=ATTRIBUTE_SCHEMA,
             use_content_defined_chunking=False,
