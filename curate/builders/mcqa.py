@@ -390,10 +390,55 @@ META_GOLD = re.compile(
     r"|\bmore than one\b|^\s*([A-E]|I{1,3}|IV)(\s*(,|and|&|or)\s*([A-E]|I{1,3}|IV))+\s*(only)?\s*$|^\s*(I{1,3}|IV)\s+only\s*$", re.I)
 
 
+# A stem that asks nothing: no question mark and no instruction ("A curve is given parametrically by the
+# equations"), usually cut off in the source or meant to be completed by an option.
+ASKS = re.compile(
+    r"\?|\b(what|how|which|who|whom|whose|when|where|why|find|calculate|compute|determine|evaluate|solve|simplify|"
+    r"give|express|estimate|write|convert|factor|factorise|factorize|expand|round|state|name|identify|list|show|prove|"
+    r"derive|rationali[sz]e|add|subtract|multiply|divide)\b", re.I)
+# "... the length of the garden is :" asks for the value it names (a completion stem), unlike a sentence cut off.
+COMPLETION = re.compile(r"\b(is|are|was|were|be|equals?|equal to|becomes?|amounts? to|costs?)\s*[:\-.\s]*$", re.I)
+ENDS_SENTENCE = re.compile(r"[.?!)\]}$\"'”’]\s*$")
+# Motion under gravity with no value for g: the gold then encodes the writer's choice (9.8 or 10 m/s^2).
+GRAVITY_MOTION = re.compile(
+    r"\b(dropped|falls?|falling|fell|thrown|projectile|free[- ]fall|freely|gravity|gravitational acceleration|"
+    r"vertically upwards?|pendulum|inclined plane|incline)\b", re.I)
+GRAVITY_GIVEN = re.compile(
+    r"\bg\s*=|9\.8|\b10\s*m\s*/\s*s(\^?2|²)|acceleration (due to|of) gravity (is|of|=|as)|\btake g\b", re.I)
+# Options that point at other options: meaningful only next to them.
+TOGETHER = re.compile(
+    r"\b(both|all|none|neither)\s+(of\s+)?(the\s+)?(above|these|them|those)\b|\bboth\s+\(?[A-E]\)?\s+and\s+\(?[A-E]\)?"
+    r"|^\s*\(?[A-E]\)?\s+(and|or|&)\s+\(?[A-E]\)?\s*$|\bneither\s+\(?[A-E]\)?\s+nor\s+\(?[A-E]\)?|^\s*none\s*$", re.I)
+
+
+def truncated_reason(stem: str) -> str | None:
+    text = re.sub(r"\s+", " ", stem).strip()
+    if COMPLETION.search(text):
+        return None
+    if not ASKS.search(text):
+        return f"truncated_stem: no question or instruction in {text[-40:]!r}"
+    last_sentence = re.split(r"(?<=[.?!])\s+", text)[-1]
+    if not ENDS_SENTENCE.search(text) and not ASKS.search(last_sentence):
+        return f"truncated_stem: ends mid-sentence {text[-40:]!r}"
+    return None
+
+
+def unstated_constant_reason(stem: str, options: dict[str, str]) -> str | None:
+    """g that the stem never gives, flagged when the options carry numbers (and so the writer's value of g)."""
+    if not GRAVITY_MOTION.search(stem) or GRAVITY_GIVEN.search(stem):
+        return None
+    numeric = [text for text in options.values() if re.search(r"\d", text)]
+    if numeric:
+        return "unstated_constant: motion under gravity and no value of g in the question, numeric options"
+    return None
+
+
 def stem_reason(stem: str) -> str | None:
     for reason, pattern in STEM_RULES:
         if m := pattern.search(stem):
             return f"{reason}: {m.group(0).strip()!r}"
+    if reason := truncated_reason(stem):
+        return reason
     if (m := APPROXIMATE.search(stem)) and not STATED_PRECISION.search(stem):
         return f"approximate_answer: {m.group(0)!r} with no stated precision"
     return None
@@ -635,6 +680,12 @@ def convert_item(item: MCItem) -> Converted | Rejected:
     gold_text = item.options[item.gold_letter]
     if META_GOLD.search(gold_text):
         return reject(f"gold_meta_option: {gold_text.strip()[:40]!r}")
+    for letter, text in item.options.items():
+        if TOGETHER.search(text) and letter != item.gold_letter and not re.search(r"\bnone of (these|the above)\b", text, re.I):
+            # "both A and B" as a distractor says A and B were written to be weighed against each other.
+            return reject(f"options_meaningful_together: option {letter} {text.strip()[:30]!r}")
+    if reason := unstated_constant_reason(stem, item.options):
+        return reject(reason)
     for letter, text in item.options.items():
         # A stem that names the options by letter ("if A is true …") cannot stand without them.
         if re.search(rf"\b(option|choice|answer)\s*\(?{letter}\)?(?![\w])", stem, re.I):

@@ -11,6 +11,7 @@ import typer
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior_list
 from curate.cli.app import app, console
 from curate.cli.options import (
+    AllowPartial,
     ClassifierOption,
     CpusPerTask,
     DeviceOption,
@@ -19,6 +20,7 @@ from curate.cli.options import (
     IdKey,
     InputOption,
     MemPerCpu,
+    OverwriteOption,
     RayAddress,
     SlurmDryRun,
     SlurmPartition,
@@ -28,13 +30,16 @@ from curate.cli.options import (
     Streaming,
     Tasks,
     TextKey,
+    VerifyInputs,
     Workers,
+    claim_output,
     cleaning_rows,
     executor_options,
     fail,
     input_spec,
     summary,
     tag_rows,
+    up_to_date,
 )
 
 
@@ -72,6 +77,9 @@ def build(
     cpus_per_task: CpusPerTask = 1,
     mem_per_cpu_gb: MemPerCpu = 2.0,
     gpus_per_task: GpusPerTask = 0,
+    verify_inputs: VerifyInputs = False,
+    allow_partial: AllowPartial = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
 
@@ -97,13 +105,22 @@ def build(
     spec = input_spec(input, text_key, id_key, split, streaming)
     if output is None:
         output = Path("datasets") / (behaviors.replace(",", "+").replace(" ", "") or "none")
+    from curate.pipelines.tag import file_fingerprints
+
+    # Tags kept in OUTPUT/tags stay when the corpus changed: the rerun tags only the new and changed files.
+    claim = claim_output(output, inputs=file_fingerprints(spec, verify_inputs), overwrite=overwrite,
+                         keep=("tags",) if tags is None else ())
+    if claim.up_to_date:
+        return up_to_date(output)
     started = time.perf_counter()
     result = run_build(
         spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
         license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
+        verify_inputs=verify_inputs, allow_partial=allow_partial,
         executor=executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                    cpus_per_task, mem_per_cpu_gb, gpus_per_task),
     )
+    claim.finish()
     seconds = time.perf_counter() - started
     rows = tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)
     rows.insert(4, ("selected", f"{result.selected:,}"))

@@ -30,12 +30,14 @@ from curate.cli.options import (
     Streaming,
     Tasks,
     TextKey,
+    VerifyInputs,
     Workers,
     executor_options,
     fail,
     input_spec,
     summary,
     tag_rows,
+    update_rows,
 )
 
 
@@ -51,6 +53,7 @@ def tag(
     tasks: Tasks = 1,
     workers: Workers = 1,
     batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
+    verify_inputs: VerifyInputs = False,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
     executor: ExecutorKind = "local",
     ray_address: RayAddress = None,
@@ -114,8 +117,9 @@ def tag(
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     started = time.perf_counter()
     result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
-                         executor=runs_on)
-    summary(f"Tagged → {result.tags_dir}", tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started))
+                         verify_inputs=verify_inputs, executor=runs_on)
+    rows = tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started) + update_rows(result)
+    summary(f"Tagged → {result.tags_dir}", rows)
 
 
 @app.command()
@@ -137,6 +141,7 @@ def stats(
     if not parquet_files(directory):
         fail(f"no parquet shards under {directory}; run `curate tag` first")
     all_stats = behavior_stats(directory)
+    warn_unfinished(directory)
     for s in all_stats:
         table = Table(title=f"{s.classifier}: {s.documents:,} documents, {s.characters:,} characters, {s.errors:,} errors")
         for column in ["behavior", "documents", "prevalence", "mean count", "null rate", *HISTOGRAM_BUCKETS]:
@@ -157,6 +162,17 @@ def stats(
         console.print(f"any behavior: {s.any_behavior:,}   none: {s.no_behavior:,}")
     if plot:
         console.print(f"plot → {plot_prevalence(all_stats, plot)}")
+
+
+def warn_unfinished(directory: Path) -> None:
+    """Figures over tags whose tasks did not all finish describe part of the corpus: say so, and how to finish."""
+    from curate.pipelines.tag import MANIFEST, unfinished_tasks
+
+    for tags_dir in [directory, *sorted(p.parent for p in directory.glob(f"*/{MANIFEST}"))]:
+        unfinished, total = unfinished_tasks(tags_dir)
+        if unfinished:
+            console.print(f"[yellow]warning:[/] {tags_dir}: {unfinished} of {total} tagging tasks are unfinished, so "
+                          "these figures leave part of the corpus out; run the same `curate tag` command again to finish")
 
 
 @app.command("tag-llm")

@@ -57,7 +57,7 @@ def test_header_csv_and_generic_json(tmp_path):
     ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:1003", "stem_depends_on_options"),  # "from below option"
     ("llm_adapters/arc_challenge_train.json", "llm_adapters/arc_challenge_train:1", "stem_depends_on_options"),
     ("llm_adapters/arc_challenge_train.json", "llm_adapters/arc_challenge_train:0", "stem_depends_on_options"),
-    ("mmlu_stem_qwen/test.jsonl", "mmlu_stem_qwen/test:1966", "gold_not_math"),  # "decreases."
+    ("mmlu_stem_qwen/test.jsonl", "mmlu_stem_qwen/test:1966", "truncated_stem"),  # asks nothing: "... the buoyant force acting on it"
     ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:514", "approximate_answer"),
     ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:240", "rounded_answer"),  # 36.92 for 36.923…
 ])
@@ -160,3 +160,34 @@ def test_bounded_check_outside_the_main_thread(shared_data):
     worker.join(120)
     # No SIGALRM outside the main thread: the check runs in a child process with a deadline instead.
     assert isinstance(results[0], Converted) and results[0].answer == r"15\%"
+
+
+def mc(question: str, options: dict[str, str], gold: str) -> MCItem:
+    return MCItem("t:0", "t", question, options, gold)
+
+
+@pytest.mark.parametrize("question, reason", [
+    ("A curve is given parametrically by the equations", "truncated_stem"),
+    ("If the sides are increased by 11, their ratio is 9 to 2.", "truncated_stem"),
+    ("A stone is dropped from a cliff and hits the ground 3 s later. How high is the cliff in metres?",
+     "unstated_constant"),
+])
+def test_stems_that_cannot_stand_alone_are_rejected_with_their_reason(question, reason):
+    result = convert_bounded(mc(question, {"A": "45", "B": "44.1", "C": "30", "D": "90"}, "A"))
+    assert isinstance(result, Rejected) and reason_code(result.reason) == reason, result
+
+
+def test_completion_stems_and_a_stated_g_are_kept():
+    kept = convert_bounded(mc("The area of a square of side 5 cm, in square centimetres, is",
+                              {"A": "25", "B": "20", "C": "10", "D": "50"}, "A"))
+    assert isinstance(kept, Converted) and kept.answer == "25"
+    stated = convert_bounded(mc("A stone is dropped from a cliff and lands 3 s later. Take g = 10 m/s^2. "
+                                "How high is the cliff in metres?", {"A": "45", "B": "30", "C": "90", "D": "15"}, "A"))
+    assert isinstance(stated, Converted) and stated.answer == "45"
+
+
+def test_options_meaningful_only_together_are_rejected():
+    result = convert_bounded(mc("What is 2 + 3?", {"A": "5", "B": "6", "C": "Both A and B", "D": "7"}, "A"))
+    assert isinstance(result, Rejected) and reason_code(result.reason) == "options_meaningful_together"
+    gold = convert_bounded(mc("What is 2 + 3?", {"A": "5", "B": "6", "C": "7", "D": "None of these"}, "D"))
+    assert isinstance(gold, Rejected) and reason_code(gold.reason) == "gold_meta_option"
