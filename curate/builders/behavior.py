@@ -32,7 +32,7 @@ from curate.pipelines.steps import (
     KeepSelected,
     SplitRejects,
 )
-from curate.pipelines.tag import MANIFEST, run_tagging
+from curate.pipelines.tag import MANIFEST, EmptyRunError, run_tagging
 
 STATE = ".curate"
 
@@ -94,6 +94,13 @@ def run_build(
 
     selection_path = state / "selection.parquet"
     selected = select_ids(tagged.tags_dir, selection, selection_path)
+    if not selected:
+        # An empty dataset looks like a built one to everything downstream; say why instead.
+        tagged_count = sum(s.documents for s in behavior_stats(tagged.tags_dir))
+        raise EmptyRunError(
+            f"no document matches the selection {json.dumps(selection.describe())} among the {tagged_count:,} tagged "
+            f"in {tagged.tags_dir}; see `curate stats {tagged.tags_dir}`, then lower --min-count or choose other "
+            "--behaviors")
     kept_copies_path = state / "kept_copies.parquet"
     write_kept_copies(parquet_files(tagged.tags_dir), tagged.rejects_dir, kept_copies_path)
     pipeline = [

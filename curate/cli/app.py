@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Annotated
 
 import click
@@ -22,21 +24,38 @@ class CurateGroup(TyperGroup):
     """The one error runner: every command's errors are mapped here, once.
 
     A submitted Slurm job is not an error (exit 0, with what to do next); a `CurateError` or one of
-    USER_ERRORS becomes one red line and exit 2; anything else is a bug and keeps its traceback."""
+    USER_ERRORS becomes one red line and exit 2; Ctrl-C or SIGTERM says how to resume and exits 130 (writers
+    leave what they had not finished under `.partial` names, which the rerun replaces); anything else is a
+    bug and keeps its traceback."""
 
     def invoke(self, ctx):
         from curate.pipelines.executors import JobSubmitted
 
+        previous = _terminate_as_interrupt()
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            console.print("[bold yellow]interrupted:[/] run the same command again to resume")
+            raise typer.Exit(130) from None
         except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise  # typer's own exits and usage errors (typer.Exit is a RuntimeError)
         except JobSubmitted as submission:
             console.print(f"[yellow]{submission}[/]")
             raise typer.Exit(0) from None
         except USER_ERRORS as error:
-            console.print(f"[bold red]error:[/] {error}")
+            console.print(f"[bold red]error:[/] {error}", soft_wrap=True)  # one line at any terminal width
             raise typer.Exit(2) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt():
+    """SIGTERM (a scheduler's kill, `kill PID`) unwinds like Ctrl-C, so the same cleanup runs; forked task
+    processes inherit it. Returns the handler it replaced (None off the main thread, where none can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 app = typer.Typer(

@@ -108,7 +108,11 @@ def build(
     from curate.pipelines.tag import file_fingerprints
 
     # Tags kept in OUTPUT/tags stay when the corpus changed: the rerun tags only the new and changed files.
-    claim = claim_output(output, inputs=file_fingerprints(spec, verify_inputs), overwrite=overwrite,
+    what = {"behaviors": behaviors, "input": input, "tags": tags, "classifier": classifier, "min_count": min_count,
+            "exclude_behaviors": exclude_behaviors, "limit": limit, "seed": seed, "text_key": text_key, "id_key": id_key,
+            "split": split, "streaming": streaming, "license": license, "dedup": dedup, "decontam": decontam,
+            "benchmarks_dir": benchmarks_dir}
+    claim = claim_output(output, "build", what, inputs=file_fingerprints(spec, verify_inputs), overwrite=overwrite,
                          keep=("tags",) if tags is None else ())
     if claim.up_to_date:
         return up_to_date(output)

@@ -75,6 +75,38 @@ GpusPerTask = Annotated[int, typer.Option(
     help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the visible GPUs.", min=0)]
 
 
+VerifyInputs = Annotated[bool, typer.Option(
+    "--verify-inputs", help="Also compare input files by SHA-256, not only size and modification time (reads them).")]
+
+
+AllowPartial = Annotated[bool, typer.Option(
+    "--allow-partial", help="Build from tags whose tasks did not all finish (warns); default: refuse.")]
+
+
+OverwriteOption = Annotated[bool, typer.Option(
+    "--overwrite", help="--output holds another dataset: remove what it wrote, then write this one.")]
+
+
+def claim_output(output: Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,
+                 keep: tuple[str, ...] = ()):
+    """Claims a dataset folder for `curate COMMAND` with the options that decide what it writes (not how it runs:
+    tasks, workers, executor), see curate.pipelines.state: a folder holding another dataset is refused unless
+    --overwrite. Returns the claim; `claim.up_to_date` means there is nothing to do."""
+    from curate.pipelines.state import OutputOccupiedError
+    from curate.pipelines.state import claim_output as claim
+
+    parameters = {k: str(v) if isinstance(v, Path) else v for k, v in parameters.items()}
+    try:
+        return claim(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
+    except OutputOccupiedError as error:
+        fail(str(error))
+
+
+def up_to_date(output: Path) -> None:
+    console.print(f"{output} is up to date: built by this same command from the same input; nothing to do "
+                  "(--overwrite builds it again).")
+
+
 def executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpus, mem, gpus):
     from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions
 
@@ -88,7 +120,7 @@ def executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpu
 
 
 def fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True)  # one line, however wide the terminal
     raise typer.Exit(2)
 
 
@@ -101,7 +133,7 @@ def input_spec(input: str | None, text_key: str, id_key: str, split: str, stream
     spec = InputSpec(path=input, text_key=text_key, id_key=id_key, split=split, streaming=streaming)
     if not spec.is_hub:
         try:
-            spec.folder_and_pattern()
+            spec.list_files()  # a folder or glob that matches nothing fails here, in one line
         except FileNotFoundError as error:
             fail(str(error))
     return spec
@@ -135,6 +167,19 @@ def tag_rows(tags_dir: Path, rejects_dir: Path, seconds: float) -> list[tuple[st
         rows += [(f"  with {b}", f"{stats.present[b]:,} ({100 * stats.prevalence[b]:.1f} %)") for b in BEHAVIOR_NAMES]
     if rejects:
         rows.append(("rejects kept in", str(rejects_dir)))
+    return rows
+
+
+def update_rows(result) -> list[tuple[str, str]]:
+    """What a tag run over a changed corpus did: the files it tagged anew, the files whose rows it dropped."""
+    def listed(names: list[str]) -> str:
+        return f"{len(names):,} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+
+    rows = []
+    if result.updated_files:
+        rows.append(("files new or changed, tagged", listed(result.updated_files)))
+    if result.removed_files:
+        rows.append(("files removed, rows dropped", listed(result.removed_files)))
     return rows
 
 

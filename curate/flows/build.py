@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field, field_validator, model_validator
 
-from curate.flows.common import InputParameters, cache_key
+from curate.flows.common import CleaningParameters, InputParameters, cache_key, submission_summary
 
 
 class BuildParameters(InputParameters):
@@ -19,6 +19,7 @@ class BuildParameters(InputParameters):
     limit: int | None = Field(None, ge=1, description="Keep at most this many documents (seeded random sample).")
     seed: int = 0
     license: str = "other"
+    cleaning: CleaningParameters = CleaningParameters()
 
     @field_validator("behaviors", "exclude_behaviors")
     @classmethod
@@ -53,10 +54,15 @@ def _build_key(context, arguments: dict) -> str:
 @task(name="build-dataset", cache_key_fn=_build_key, persist_result=True)
 def build_dataset(params: BuildParameters) -> dict:
     from curate.builders.behavior import run_build
+    from curate.pipelines.executors import JobSubmitted
 
-    result = run_build(params.spec(), params.output, params.selection(), tags_root=params.tags,
-                       classifier=params.classifier, tasks=params.tasks, workers=params.workers,
-                       batch_size=params.batch_size, progress=False, license=params.license)
+    try:
+        result = run_build(params.spec(), params.output, params.selection(), tags_root=params.tags,
+                           classifier=params.classifier, tasks=params.tasks, workers=params.workers,
+                           batch_size=params.batch_size, progress=False, license=params.license,
+                           executor=params.executor.options(), **params.cleaning.arguments())
+    except JobSubmitted as submitted:
+        return submission_summary(submitted)
     return {"output": str(result.output), "tags_dir": str(result.tags_dir), "selected": result.selected,
             "card": str(result.output / "README.md")}
 
@@ -68,5 +74,8 @@ def build_flow(params: BuildParameters) -> dict:
     finished = (output / "README.md").is_file() and (output / "data").is_dir()
     summary = build_dataset.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                          retry_delay_seconds=30)(params)
-    get_run_logger().info("selected %s documents into %s", summary["selected"], summary["output"])
+    if "submitted" in summary:
+        get_run_logger().info("%s", summary["submitted"])
+    else:
+        get_run_logger().info("selected %s documents into %s", summary["selected"], summary["output"])
     return summary

@@ -30,6 +30,58 @@ def check_classifier(value: str) -> str:
         raise ValueError(str(error)) from None
     return value
 
+class ExecutorParameters(BaseModel):
+    """Where a flow's datatrove tasks run: the fields of `ExecutorOptions`, checked by its own `validate()`, so a
+    deployment can send a job to Slurm or Ray exactly as `curate ... --executor` does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "local"
+    ray_address: str | None = None
+    cpus_per_task: int = Field(1, ge=1)
+    mem_per_cpu_gb: float = Field(2, gt=0)
+    gpus_per_task: int = Field(0, ge=0)
+    partition: str | None = None
+    time: str = "24:00:00"
+    qos: str | None = None
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _valid(self):
+        from curate.pipelines.executors import ExecutorConfigError
+
+        try:
+            self.options().validate()
+        except ExecutorConfigError as error:
+            raise ValueError(str(error)) from None
+        return self
+
+    def options(self):
+        from curate.pipelines.executors import ExecutorOptions
+
+        return ExecutorOptions(**self.model_dump())
+
+
+class CleaningParameters(BaseModel):
+    """A builder's optional clean-up of what it wrote: MinHash near-duplicate removal and n-gram decontamination
+    against named benchmarks (the --dedup / --decontam / --benchmarks-dir options of the commands)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dedup: bool = False
+    decontam: str | None = Field(None, description="Comma-separated benchmarks (e.g. gsm8k,math500).")
+    benchmarks_dir: str | None = Field(None, description="Where the benchmark files are (default: built-in paths).")
+
+    def arguments(self) -> dict:
+        return {"dedup": self.dedup, "decontam": self.decontam, "benchmarks_dir": self.benchmarks_dir}
+
+
+def submission_summary(submitted) -> dict:
+    """What a flow returns when its job went to Slurm: not a failure; the same run again continues it."""
+    return {"submitted": str(submitted), "job_id": submitted.job_id,
+            "scripts": [str(script) for script in submitted.scripts]}
+
+
 class InputParameters(BaseModel):
     """A corpus: a file, a directory, a glob ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME'."""
 
@@ -45,6 +97,7 @@ class InputParameters(BaseModel):
     tasks: int = Field(1, ge=1)
     workers: int = Field(1, ge=1)
     batch_size: int = Field(64, ge=1)
+    executor: ExecutorParameters = ExecutorParameters()
 
     @field_validator("classifier")
     @classmethod

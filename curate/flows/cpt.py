@@ -7,7 +7,14 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import cache_key, check_input, files_signature, spec_files_signature
+from curate.flows.common import (
+    ExecutorParameters,
+    cache_key,
+    check_input,
+    files_signature,
+    spec_files_signature,
+    submission_summary,
+)
 
 
 class CPTParameters(BaseModel):
@@ -35,6 +42,7 @@ class CPTParameters(BaseModel):
     split: str = "train"
     dedup: bool = False
     decontam: str | None = None
+    benchmarks_dir: str | None = None
     rewrite: dict | None = Field(None, description="RewriteOptions fields; an endpoint's key comes from the worker's "
                                                    "environment, never from here.")
     pack_length: int = Field(4096, ge=2)
@@ -42,6 +50,7 @@ class CPTParameters(BaseModel):
     export: bool = True
     tasks: int = Field(1, ge=1)
     workers: int = Field(1, ge=1)
+    executor: ExecutorParameters = ExecutorParameters()
     license: str = "other"
 
     @field_validator("tokens")
@@ -115,13 +124,19 @@ def build_cpt(params: CPTParameters) -> dict:
     from dataclasses import asdict
 
     from curate.builders.cpt import length_removed, run_cpt
+    from curate.pipelines.executors import JobSubmitted
 
-    result = run_cpt(params.tags, params.spec(), params.tokens, params.tokenizer, params.output, params.selection(),
-                     tolerance=params.tolerance, length_bins=params.length_bins, domain_key=params.domain_key,
-                     oversample=params.oversample, length_match=params.length_match, length_trim=params.length_trim,
-                     dedup=params.dedup, decontam=params.decontam, rewrite=params.rewrite_options(),
-                     pack_length=params.pack_length, pack_format=params.pack_format, export=params.export,
-                     tasks=params.tasks, workers=params.workers, progress=False, license=params.license)
+    try:
+        result = run_cpt(params.tags, params.spec(), params.tokens, params.tokenizer, params.output, params.selection(),
+                         tolerance=params.tolerance, length_bins=params.length_bins, domain_key=params.domain_key,
+                         oversample=params.oversample, length_match=params.length_match,
+                         length_trim=params.length_trim, dedup=params.dedup, decontam=params.decontam,
+                         benchmarks_dir=params.benchmarks_dir, rewrite=params.rewrite_options(),
+                         pack_length=params.pack_length, pack_format=params.pack_format, export=params.export,
+                         tasks=params.tasks, workers=params.workers, progress=False, license=params.license,
+                         executor=params.executor.options())
+    except JobSubmitted as submitted:
+        return submission_summary(submitted)
     output = Path(params.output)
     return {"output": str(output), "match": asdict(result.report), "length_removed": length_removed(result.pools, result.report),
             "rewrite": asdict(result.rewrite) if result.rewrite else None, "rejects": dict(result.rejects),
@@ -139,6 +154,9 @@ def cpt_flow(params: CPTParameters) -> dict:
     run = build_cpt.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
                                  retry_delay_seconds=30)
     summary = run(params)
+    if "submitted" in summary:
+        get_run_logger().info("%s", summary["submitted"])
+        return summary
     match = summary["match"]
     get_run_logger().info("enriched %s / minimized %s tokens (budget %s), length KS %.3f, length match %s into %s",
                           match["enriched_tokens"], match["minimized_tokens"], match["budget"], match["ks_statistic"],

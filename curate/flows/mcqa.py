@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from curate.flows.common import cache_key, files_signature
+from curate.flows.common import CleaningParameters, cache_key, files_signature
 
 
 class McqaParameters(BaseModel):
@@ -18,6 +18,23 @@ class McqaParameters(BaseModel):
     format: str = "auto"
     workers: int = Field(1, ge=1, description="Processes checking answers with math-verify.")
     limit: int = Field(-1, ge=-1, description="Read at most this many records per input (-1: all).")
+    cleaning: CleaningParameters = CleaningParameters()
+    reformulate: dict | None = Field(None, description="LLM rewrite of each kept stem plus an LLM judge (Big-Math): "
+                                                       "LLMOptions fields (model, backend, endpoint_url, device, "
+                                                       "max_tokens, concurrency); an endpoint's key comes from the "
+                                                       "worker's environment, never from here.")
+
+    @field_validator("reformulate")
+    @classmethod
+    def _valid_llm(cls, value: dict | None) -> dict | None:
+        if value is not None:
+            from curate.builders.llm_writers import LLMOptions
+
+            try:
+                LLMOptions(**{"temperature": 0.0, **value}).validate()
+            except TypeError as error:  # a field LLMOptions does not have
+                raise ValueError(f"reformulate: {error}") from None
+        return value
 
     @field_validator("format")
     @classmethod
@@ -60,8 +77,9 @@ def _mcqa_key(context, arguments: dict) -> str:
 def convert_mcqa(params: McqaParameters) -> dict:
     from curate.builders.mcqa import run_mcqa
 
+    reformulate = {"temperature": 0.0, **params.reformulate} if params.reformulate else None
     result = run_mcqa(params.inputs, params.output, fmt=params.format, workers=params.workers, limit=params.limit,
-                      progress=False)
+                      progress=False, reformulate=reformulate, **params.cleaning.arguments())
     return {"output": str(result.output), "kept": result.kept, "rejected": result.rejected,
             "by_reason": result.by_reason, "answer_types": result.answer_types,
             "card": str(Path(params.output) / "README.md")}

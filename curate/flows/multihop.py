@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import cache_key, check_input, spec_files_signature
+from curate.flows.common import CleaningParameters, cache_key, check_input, spec_files_signature
 
 
 class MultihopParameters(BaseModel):
@@ -27,6 +27,7 @@ class MultihopParameters(BaseModel):
     id_key: str = "id"
     split: str = "train"
     license: str = "mit"
+    cleaning: CleaningParameters = CleaningParameters()
 
     @field_validator("hops")
     @classmethod
@@ -62,7 +63,8 @@ def build_multihop(params: MultihopParameters) -> dict:
 
     result = run_multihop(params.spec(), params.output, n=params.n, hops=parse_hop_range(params.hops), seed=params.seed,
                           max_ratio=params.max_ratio, tries_per_link=params.tries_per_link,
-                          answer_key=params.answer_key, progress=False, license=params.license)
+                          answer_key=params.answer_key, progress=False, license=params.license,
+                          **params.cleaning.arguments())
     stats = result.stats
     return {"output": str(result.output), "rows": dict(stats.rows), "acceptance_rate": stats.acceptance_rate,
             "hop_counts": {str(k): v for k, v in sorted(stats.hop_counts.items())},

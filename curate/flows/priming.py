@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import cache_key, check_classifier
+from curate.flows.common import CleaningParameters, cache_key, check_classifier
 
 
 class PrimingParameters(BaseModel):
@@ -33,6 +33,7 @@ class PrimingParameters(BaseModel):
     llm: dict | None = Field(None, description="writer 'llm': LLMOptions fields (model, backend, endpoint_url, ...); "
                                                "an endpoint's key comes from the worker's environment, never from here.")
     llm_oversample: float = Field(2.0, gt=0)
+    cleaning: CleaningParameters = CleaningParameters()
 
     @field_validator("classifier")
     @classmethod
@@ -59,7 +60,7 @@ class PrimingParameters(BaseModel):
         names = self.variant_names()
         if not names:
             raise ValueError("variants is empty")
-        shared = self.model_dump(exclude={"variants", "output"})
+        shared = self.model_dump(exclude={"variants", "output", "cleaning"})
         output = Path(self.output)
         return [(str(output / name if len(names) > 1 else output), PrimingConfig(variant=name, **shared))
                 for name in names]
@@ -80,7 +81,7 @@ def build_priming_set(params: PrimingParameters, variant: str, output: str) -> d
     from curate.builders.priming import run_priming
 
     config = dict(params.configs())[output]
-    result = run_priming(config, output, progress=False)
+    result = run_priming(config, output, progress=False, **params.cleaning.arguments())
     return {"variant": variant, "output": output, "rows": dict(result.rows), "attempted": result.attempted,
             "acceptance_rate": result.acceptance_rate, "rejected": dict(result.rejected),
             "card": str(Path(output) / "README.md")}

@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
-from curate.flows.common import InputParameters, cache_key, completed_tasks
+from curate.flows.common import InputParameters, cache_key, completed_tasks, submission_summary
 
 
 class TagParameters(InputParameters):
@@ -21,11 +21,16 @@ def _tag_key(context, arguments: dict) -> str:
 
 @task(name="tag-corpus", cache_key_fn=_tag_key, persist_result=True)
 def tag_corpus(params: TagParameters) -> dict:
+    from curate.pipelines.executors import JobSubmitted
     from curate.pipelines.query import behavior_stats, count_rejects
     from curate.pipelines.tag import run_tagging
 
-    result = run_tagging(params.spec(), params.output, params.classifier, tasks=params.tasks, workers=params.workers,
-                         batch_size=params.batch_size, progress=False, limit=params.limit)
+    try:
+        result = run_tagging(params.spec(), params.output, params.classifier, tasks=params.tasks,
+                             workers=params.workers, batch_size=params.batch_size, progress=False, limit=params.limit,
+                             executor=params.executor.options())
+    except JobSubmitted as submitted:
+        return submission_summary(submitted)
     stats = behavior_stats(result.tags_dir)[0]
     return {
         "tags_dir": str(result.tags_dir), "classifier": result.classifier, "documents": stats.documents,
@@ -42,5 +47,8 @@ def tag_flow(params: TagParameters) -> dict:
     run = tag_corpus.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                   retry_delay_seconds=30)
     summary = run(params)
-    get_run_logger().info("tagged %s documents into %s", summary["documents"], summary["tags_dir"])
+    if "submitted" in summary:
+        get_run_logger().info("%s", summary["submitted"])
+    else:
+        get_run_logger().info("tagged %s documents into %s", summary["documents"], summary["tags_dir"])
     return summary

@@ -4,6 +4,7 @@ retries of the I/O task, and every deployment of prefect.yaml."""
 from __future__ import annotations
 
 import shutil
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,7 +50,8 @@ def harness(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         # Persisted results and cache records go to a temporary folder, not ~/.prefect.
         patch.setenv("PREFECT_RESULTS_LOCAL_STORAGE_PATH", str(storage))
-        with prefect_test_harness():
+        # A busy 2-core machine can take more than the default 30 s to start the temporary server.
+        with prefect_test_harness(server_startup_timeout=180):
             yield
 
 
@@ -329,3 +331,23 @@ def test_cpt_flow_matches_both_sets_caches_and_validates(corpus, tmp_path):
         with pytest.raises(ParameterTypeError, match=match):
             cpt_flow(params={**params, **bad, "output": str(tmp_path / "bad")})
     assert not (tmp_path / "bad").exists()
+
+
+def test_flows_take_the_executor_and_cleaning_options_their_commands_take(corpus, shared_data, tmp_path):
+    # A Slurm dry run is the executor path that needs no cluster: the flow returns the submission, not a failure.
+    submitted = build_flow(params={"input": str(corpus / "*.jsonl"), "output": str(tmp_path / "ds"),
+                                   "behaviors": "backtracking",
+                                   "executor": {"kind": "slurm", "partition": "cpu", "dry_run": True}})
+    assert "dry run" in submitted["submitted"] and submitted["scripts"]
+    assert all(Path(script).is_file() for script in submitted["scripts"])
+    with pytest.raises(ParameterTypeError, match="needs --slurm-partition"):
+        tag_flow(params={"input": str(corpus), "output": str(tmp_path / "tags"), "executor": {"kind": "slurm"}})
+    with pytest.raises(ParameterTypeError, match="reformulate"):
+        mcqa_flow(params={"inputs": [str(shared_data / "aqua" / "dev.json")], "output": str(tmp_path / "m"),
+                          "reformulate": {"model": "m", "no_such_option": 1}})
+
+    # --dedup on a multi-hop build: the report the command's summary reads is there, and counts what was read.
+    multihop_flow(params={"input": str(shared_data / "gsm8k" / "test.jsonl"), "output": str(tmp_path / "mh"),
+                          "n": 5, "hops": "2-3", "cleaning": {"dedup": True}})
+    report = json.loads((tmp_path / "mh" / ".curate" / "dedup.json").read_text())
+    assert report["read"] >= 5

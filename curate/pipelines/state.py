@@ -1,0 +1,117 @@
+"""Who owns an output folder: one record per dataset folder, so that no command mixes its files with another's.
+
+Every command that writes a dataset claims its output folder first (`claim_output`). The record
+(`OUT/.curate-output.json`, beside the dataset rather than in `.curate/`, which builders clear) says which
+command wrote the folder, with which parameters, from which input, and whether it finished:
+
+- an empty or new folder is claimed;
+- the same command and parameters over the same input, finished: nothing to do (an idempotent no-op);
+- the same command and parameters over a changed input, or unfinished: the builder runs again (a changed
+  input first removes what the stale dataset wrote, except what `keep` names, such as reusable tags);
+- anything else (another command, other parameters, files curate did not write) is refused unless
+  `overwrite`, which first removes what the old dataset wrote. A folder curate did not write is never
+  emptied: the user removes those files, or picks another folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from curate.errors import CurateError
+
+OWNER_FILE = ".curate-output.json"
+BOOKKEEPING = ".curate"
+
+
+class OutputOccupiedError(CurateError, FileExistsError):
+    """The output folder holds another dataset, or files curate did not write."""
+
+
+@dataclass
+class OutputClaim:
+    output: Path
+    record: dict
+    up_to_date: bool  # the same command already finished this dataset from the same input
+
+    def finish(self) -> None:
+        """Marks the dataset complete and lists what it wrote: what a later --overwrite removes."""
+        wrote = sorted(p.name for p in self.output.iterdir() if p.name != OWNER_FILE)
+        _write_record(self.output, {**self.record, "complete": True, "wrote": wrote})
+
+
+def _write_record(output: Path, record: dict) -> None:
+    output.mkdir(parents=True, exist_ok=True)
+    partial = output / (OWNER_FILE + ".partial")
+    partial.write_text(json.dumps(record, indent=2, sort_keys=True))
+    partial.replace(output / OWNER_FILE)
+
+
+def _remove(output: Path, names: list[str]) -> None:
+    for name in names:
+        path = output / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+def folder_signature(path: str | Path) -> list:
+    """(relative path, size, mtime) of every file under `path` but bookkeeping: the input of a command that
+    reads a built dataset (export, dedup, publish), compared between runs to see whether it changed."""
+    root = Path(path)
+    if root.is_file():
+        stat = root.stat()
+        return [[root.name, stat.st_size, stat.st_mtime_ns]]
+    files = []
+    for file in sorted(root.rglob("*")) if root.is_dir() else []:
+        relative = file.relative_to(root)
+        if file.is_file() and not any(part.startswith((BOOKKEEPING, "_")) for part in relative.parts):
+            stat = file.stat()
+            files.append([str(relative), stat.st_size, stat.st_mtime_ns])
+    return files
+
+
+def claim_output(output: str | Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,
+                 keep: tuple[str, ...] = ()) -> OutputClaim:
+    """Claims `output` for (command, parameters) over `inputs` (any JSON value describing the input files);
+    see the module docstring for the rules. Raises OutputOccupiedError with the fix."""
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise OutputOccupiedError(f"--output {output} is a file, not a folder; pass a folder for the dataset")
+    wanted = json.loads(json.dumps({"command": command, "parameters": parameters, "inputs": inputs}, default=str))
+    entries = sorted(p.name for p in output.iterdir()) if output.is_dir() else []
+    record_path = output / OWNER_FILE
+    existing = json.loads(record_path.read_text()) if record_path.is_file() else None
+    if existing is not None and (existing["command"], existing["parameters"]) == (wanted["command"], wanted["parameters"]):
+        if existing.get("inputs") == wanted["inputs"] and existing.get("complete") and not overwrite:
+            return OutputClaim(output, existing, up_to_date=True)
+        if existing.get("inputs") != wanted["inputs"] or overwrite:
+            _remove(output, [e for e in entries if e != OWNER_FILE and (overwrite or e not in keep)])
+        record = {**wanted, "complete": False}
+        _write_record(output, record)
+        return OutputClaim(output, record, up_to_date=False)
+    others = [e for e in entries if e != OWNER_FILE]
+    if existing is None and others and BOOKKEEPING not in others:
+        shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
+        raise OutputOccupiedError(
+            f"--output {output} holds files curate did not write ({shown}); pass an empty or new folder, "
+            "or remove those files yourself")
+    if existing is not None or others:
+        if not overwrite:
+            what = (f"`curate {existing['command']}` with other parameters" if existing and existing["command"] == command
+                    else f"a `curate {existing['command']}` dataset" if existing else "an earlier curate dataset")
+            changed = ""
+            if existing and existing["command"] == command:
+                differing = sorted(k for k in {*existing["parameters"], *wanted["parameters"]}
+                                   if existing["parameters"].get(k) != wanted["parameters"].get(k))
+                changed = f" (differing: {', '.join('--' + k.replace('_', '-') for k in differing)})"
+            raise OutputOccupiedError(
+                f"--output {output} already holds {what}{changed}; pass another --output, or --overwrite to "
+                "remove that dataset and write this one")
+        _remove(output, existing.get("wrote") or others if existing else others)
+    record = {**wanted, "complete": False}
+    _write_record(output, record)
+    return OutputClaim(output, record, up_to_date=False)
