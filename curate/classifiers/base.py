@@ -63,7 +63,8 @@ def registered_names() -> list[str]:
 
 
 def resolve_name(spec: str) -> tuple[str, str | None]:
-    """'cues' -> ('cues_v1', None); 'distilled:dir' -> ('distilled_v1', 'dir')."""
+    """A family name resolves to its newest version ('cues' -> 'cues_vN' with the highest N);
+    'distilled:dir' -> ('distilled_v1', 'dir')."""
     name, _, argument = spec.partition(":")
     name = name.strip()
     known = registered_names()

@@ -90,8 +90,6 @@ def _token_spec(word: str) -> dict:
 
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
-FIRST_PERSON = "i|we|let|let's|lets|us|me"
-CHECK_VERB = "check|verify|double|confirm|test|cross|recheck|re|sanity|ensure|validate"
 
 CUES: tuple[Cue, ...] = (
     # --- verification: the writer checks a result ---------------------------------------------
