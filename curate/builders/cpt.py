@@ -47,7 +47,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL, ExecutorOptions, Stage, input_signature, resumable_stage, run_pipeline, run_stages
-from curate.pipelines.query import _open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
+from curate.pipelines.query import open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 
@@ -162,14 +162,14 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
     inside the range and still holds enough tokens for the budget."""
     files = tag_files(tags)
     with duckdb.connect() as connection:
-        columns = set(_open_shards(connection, files))
+        columns = set(open_shards(connection, files))
         missing = [c for c in (*selection.names, "id", "error", "n_chars", "classifier") if c not in columns]
         if missing:
             raise CPTError(f"the shards under {tags} have no column {', '.join(missing)}; they are not curate attribute shards")
         classifiers = [r[0] for r in connection.sql("SELECT DISTINCT classifier FROM shards ORDER BY 1").fetchall()]
         if len(classifiers) != 1:
             raise CPTError(f"{tags} holds shards of several classifiers ({', '.join(map(str, classifiers))}); "
-                           "pass one classifier's folder, e.g. tags/cues_v2")
+                           "pass one classifier's folder, e.g. tags/cues_v3")
         domain_column = domain_key if domain_key in columns else "domain" if domain_key is None and "domain" in columns else None
         domain = f'CAST("{domain_column}" AS VARCHAR)' if domain_column else "CAST(NULL AS VARCHAR)"
         seed = int(selection.seed)
@@ -713,9 +713,9 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
     started = time.perf_counter()
     run_pipeline([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
                  executor, tasks, workers, stage / "logs", job_name="curate-cpt-rewrite")
-    from curate.pipelines.tag import _failed_tasks
+    from curate.pipelines.tag import failed_tasks
 
-    failed = _failed_tasks(stage / "logs", tasks)
+    failed = failed_tasks(stage / "logs", tasks)
     if failed:
         raise RuntimeError(f"{len(failed)} of {tasks} rewrite tasks did not complete; see {stage / 'logs'}. "
                            "Rerun the same command to resume from the checkpoints.")

@@ -329,7 +329,7 @@ def parse_rewrite(text: str) -> Rewrite | str:
         return "N/A"
     questions, answers = QUESTION_BLOCK.findall(text), ANSWER_BLOCK.findall(text)
     if not questions or not answers:
-        for obj in _json_objects(text):
+        for obj in json_objects(text):
             if isinstance(obj.get("question"), str) and isinstance(obj.get("answer"), (str, int, float)):
                 questions, answers = [obj["question"]], [str(obj["answer"])]
                 break
@@ -349,7 +349,7 @@ def parse_verdict(text: str) -> tuple[bool, str]:
     """(passed, reason); raises LLMWriterError when the verdict cannot be read or contradicts itself."""
     text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL | re.IGNORECASE).strip()
     text = FENCE.sub("", text)
-    for obj in _json_objects(text):
+    for obj in json_objects(text):
         verdict = str(obj.get("verdict", "")).strip().upper()
         if verdict in ("PASS", "FAIL"):
             return verdict == "PASS", str(obj.get("reason") or "")[:200]
@@ -368,8 +368,8 @@ def _snippet(text: str) -> str:
     return repr(flat[:80] + ("…" if len(flat) > 80 else ""))
 
 
-def _json_objects(text: str):
-    from curate.classifiers.llm import _json_objects as objects
+def json_objects(text: str):
+    from curate.classifiers.llm import json_objects as objects
 
     yield from objects(text)
 

@@ -52,6 +52,7 @@ def register(name: str):
 BUILTIN: dict[str, str] = {
     "cues_v1": "curate.classifiers.cues",
     "cues_v2": "curate.classifiers.cues_v2",
+    "cues_v3": "curate.classifiers.cues_v3",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",

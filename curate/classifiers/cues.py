@@ -56,7 +56,10 @@ class Cue:
     "To find X, we need ..." that token patterns with wide gaps would make slow); `unless_then` one it must not
     start with ("First, recall ..." lays out an exposition, not a plan). `as_question` is the behavior the match
     counts for instead when its sentence is a question ("" for none): "Wait, is that right?" checks a result
-    rather than abandoning it."""
+    rather than abandoning it. `before` is a regular expression the sentence text before the match must end with
+    ("14 is not 24" needs a number before "is not"; patterns cannot start with NUM), `unless_before` one it must not
+    end with; `as_check` one that, found anywhere in the sentence, makes the match count as verification ("Maybe
+    I miscounted" suspects an error in order to check it; it revises nothing)."""
 
     behavior: str
     pattern: str
@@ -67,6 +70,9 @@ class Cue:
     then: str | None = None
     unless_then: str | None = None
     as_question: str | None = None
+    before: str | None = None
+    unless_before: str | None = None
+    as_check: str | None = None
 
 
 def _token_spec(word: str) -> dict:
@@ -368,7 +374,8 @@ def _starts_sentence(start: int, sent: Span) -> bool:
 
 
 class CueClassifier(Classifier):
-    """The matching engine; each version is a list of cues (`cues_v1` is CUES, `cues_v2` in cues_v2.py)."""
+    """The matching engine; each version is a list of cues (`cues_v1` is CUES, `cues_v2` and `cues_v3` in
+    their modules)."""
 
     def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1"):
         self.name = name
@@ -386,7 +393,14 @@ class CueClassifier(Classifier):
         self.then = {
             pattern: re.compile(pattern, re.IGNORECASE)
             for cue in cues
-            for pattern in (cue.then, cue.unless_then)
+            for pattern in (cue.then, cue.unless_then, cue.as_check)
+            if pattern
+        }
+        # `before` patterns are anchored at the end of the text before the match.
+        self.before = {
+            pattern: re.compile(f"(?:{pattern})\\s*\\Z", re.IGNORECASE)
+            for cue in cues
+            for pattern in (cue.before, cue.unless_before)
             if pattern
         }
         for i, cue in enumerate(cues):
@@ -477,6 +491,13 @@ class CueClassifier(Classifier):
             return None
         if cue.unless_then and self.then[cue.unless_then].match(sentence, rest):
             return None
+        if cue.before or cue.unless_before:
+            # The last 160 characters are context enough, and keep the search short in a sentence-less trace.
+            prefix = sentence[max(0, doc[start].idx - sent.start_char - 160) : doc[start].idx - sent.start_char]
+            if cue.before and not self.before[cue.before].search(prefix):
+                return None
+            if cue.unless_before and self.before[cue.unless_before].search(prefix):
+                return None
         if cue.as_question is not None and sentence.rstrip().endswith("?"):
             return cue.as_question or None
         if cue.behavior == B and doc[start].lower_ in {"wait", "hold", "hang"}:
@@ -486,6 +507,8 @@ class CueClassifier(Classifier):
             if BACKTRACKING_WAIT_VERIFIES.search(tail):
                 # "Wait, let me double-check ..." stops to verify rather than to revise.
                 return V
+        if cue.as_check and self.then[cue.as_check].search(sentence):
+            return V
         return cue.behavior
 
 

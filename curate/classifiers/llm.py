@@ -179,7 +179,7 @@ def _clean(answer: str) -> str:
     return FENCE.sub("", THINK.sub("", answer)).replace("```", "").strip()
 
 
-def _json_objects(text: str):
+def json_objects(text: str):
     """Every top-level {...} in text that json.loads accepts (answers often wrap JSON in prose)."""
     depth, start = 0, -1
     for i, ch in enumerate(text):
@@ -235,7 +235,7 @@ def parse_count(answer: str, behavior: str | None = None) -> int:
     text = _clean(answer)
     if not text:
         raise ParseError("empty answer")
-    for obj in _json_objects(text):
+    for obj in json_objects(text):
         for key in ("count", behavior):
             if key and key in obj:
                 return _as_count(obj[key])
@@ -262,7 +262,7 @@ def parse_joint(answer: str) -> tuple[dict[str, int | None], list[str]]:
     counts: dict[str, int | None] = {b: None for b in BEHAVIOR_NAMES}
     problems: list[str] = []
     found: dict[str, object] = {}
-    for obj in _json_objects(text):
+    for obj in json_objects(text):
         for key, value in obj.items():
             try:
                 found.setdefault(parse_behavior(str(key).replace(" ", "_")).value, value)

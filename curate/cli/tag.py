@@ -293,7 +293,7 @@ def eval_gate(
 
 @app.command("distill")
 def distill(
-    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v2 or tags/llm_v1).")],
+    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v3 or tags/llm_v1).")],
     texts: Annotated[str, typer.Option(help="The corpus those tags were made from (file, directory, glob or hf:NAME).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
     embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
@@ -316,7 +316,7 @@ def distill(
 
         curate tag --input corpus/ --classifier cues --output tags
 
-        curate distill --labels tags/cues_v2 --texts corpus/ --output models/distilled-cues
+        curate distill --labels tags/cues_v3 --texts corpus/ --output models/distilled-cues
 
         curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
 

@@ -22,7 +22,7 @@ class CPTParameters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tags: str = Field(min_length=1, description="One classifier's attribute shards, e.g. tags/cues_v2.")
+    tags: str = Field(min_length=1, description="One classifier's attribute shards, e.g. tags/cues_v3.")
     texts: str = Field(min_length=1, description="The corpus the tags were made from (file, folder, glob or hf:NAME).")
     tokens: str = Field(min_length=1, description="Token budget of each set, e.g. 8.3M.")
     tokenizer: str = Field(min_length=1, description="Hub name or local directory; counts and packs the tokens.")

@@ -46,7 +46,7 @@ from curate.handoff.export import Exporter, ExportError, RowRejected, input_file
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.llm_tag import CurateInferenceRunner, LLMTagConfigError, LLMTagOptions, inference_config
 from curate.pipelines.steps import PARTIAL, AtomicOutput
-from curate.pipelines.tag import _failed_tasks
+from curate.pipelines.tag import failed_tasks
 from curate.rewards.registry import get_reward
 
 STATE = ".curate"
@@ -306,7 +306,7 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
                           limit=limit)
     started = time.perf_counter()
     run_pipeline([reader, runner], executor, tasks, workers, output / STATE / "logs", job_name="curate-passrate")
-    failed = _failed_tasks(output / STATE / "logs", tasks)
+    failed = failed_tasks(output / STATE / "logs", tasks)
     if failed:
         raise RuntimeError(f"{len(failed)} of {tasks} sampling tasks did not complete (ranks {failed[:10]}); see "
                            f"{output / STATE / 'logs' / 'logs'}. Rerun the same command to resume from the checkpoints.")

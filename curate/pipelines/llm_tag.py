@@ -42,7 +42,7 @@ from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
-from curate.pipelines.tag import TagResult, _check_manifest, _failed_tasks, recorded_tasks, report_duplicate_ids
+from curate.pipelines.tag import TagResult, check_manifest, failed_tasks, recorded_tasks, report_duplicate_ids
 from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
 
 BACKENDS = ("vllm", "endpoint", "transformers")
@@ -389,7 +389,7 @@ def run_llm_tagging(
     # Ray workers start in their own working directory: every path a worker opens is absolute.
     root = out.resolve()
     # The manifest has run_tagging's exact shape so that `curate build --classifier llm` reuses these shards.
-    _check_manifest(out, {"classifier": name, "classifier_argument": None, **spec.fingerprint(), "limit": limit})
+    check_manifest(out, {"classifier": name, "classifier_argument": None, **spec.fingerprint(), "limit": limit})
     _check_llm_config(out, {
         "model": options.model, "mode": options.mode, "structured": options.structured,
         "max_doc_tokens": options.max_doc_tokens, "max_answer_tokens": llm.max_answer_tokens, "tokenizer": options.tokenizer or options.model,
@@ -415,7 +415,7 @@ def run_llm_tagging(
     pipeline.append(runner)
     started = time.perf_counter()
     run_pipeline(pipeline, executor, tasks, workers, out / "_logs", job_name=f"curate-tag-{name}")
-    failed = _failed_tasks(out / "_logs", tasks)
+    failed = failed_tasks(out / "_logs", tasks)
     if failed:
         raise RuntimeError(
             f"{len(failed)} of {tasks} LLM tagging tasks did not complete (ranks {failed[:10]}); "

@@ -45,7 +45,7 @@ KEPT_ELSEWHERE = "duplicate_id: the copy from {} is kept"
 _BOOKKEEPING = ("shard_file", "shard_row", "copy_number", "copy_from", "kept_from")
 
 
-def _open_shards(connection: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:
+def open_shards(connection: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:
     """Creates the view `shards` over the files, one row per (classifier, id); `ranked`, every row with its
     `copy_number` (1: the row `shards` keeps), where it came from (`copy_from`) and where the kept copy came from
     (`kept_from`); and `extra_copies`, the rows that are other copies of the corpus record. Returns the columns of
@@ -78,7 +78,7 @@ def write_duplicate_rejects(files: list[str], path: str | Path) -> int:
     later file) to `path` as rejects and returns how many; with none, writes nothing and removes an older file."""
     path = Path(path)
     with duckdb.connect() as connection:
-        _open_shards(connection, files)
+        open_shards(connection, files)
         count = connection.sql("SELECT count(*) FROM extra_copies").fetchall()[0][0]
         if not count:
             path.unlink(missing_ok=True)
@@ -100,7 +100,7 @@ def write_kept_copies(files: list[str], rejects_dir: str | Path, path: str | Pat
     path = Path(path)
     rejects = _reject_files(rejects_dir)
     with duckdb.connect() as connection:
-        columns = _open_shards(connection, files)
+        columns = open_shards(connection, files)
         repeated = "SELECT id FROM extra_copies"
         if rejects:
             repeated += (f" UNION SELECT id FROM read_json({_sql_list(rejects)}, format='newline_delimited', "
@@ -163,7 +163,7 @@ def select_ids(tags_dir: str | Path, selection: Selection, output_path: str | Pa
         raise FileNotFoundError(f"no attribute shards under {tags_dir}")
     limit = f"LIMIT {int(selection.limit)}" if selection.limit else ""
     with duckdb.connect() as connection:
-        _open_shards(connection, files)
+        open_shards(connection, files)
         connection.execute(
             f"""COPY (SELECT * FROM shards WHERE {selection.where()}
                 ORDER BY md5(id || ':' || '{int(selection.seed)}') {limit}) TO '{tmp}' (FORMAT parquet)"""
@@ -192,7 +192,7 @@ class BehaviorStats:
 def behavior_stats(root: str | Path) -> list[BehaviorStats]:
     files = parquet_files(root)
     with duckdb.connect() as connection:
-        columns = _open_shards(connection, files)
+        columns = open_shards(connection, files)
         has_error = "error" in columns
         # Settled once: every query below would otherwise rank all rows again to apply the duplicate-id rule.
         kept = ["classifier", "n_chars", *BEHAVIOR_NAMES, *(["error"] if has_error else [])]

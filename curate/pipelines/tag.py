@@ -74,7 +74,7 @@ def _identity(manifest: dict) -> dict:
     return {k: v for k, v in manifest.items() if k not in STATE_KEYS}
 
 
-def _check_manifest(out: Path, manifest: dict) -> None:
+def check_manifest(out: Path, manifest: dict) -> None:
     path = out / MANIFEST
     if path.exists():
         existing = _identity(json.loads(path.read_text()))
@@ -85,7 +85,7 @@ def _check_manifest(out: Path, manifest: dict) -> None:
 
                 logger.warning(f"{out} holds no tagged document of an earlier run with other options; starting it afresh")
                 shutil.rmtree(out)
-                return _check_manifest(out, manifest)
+                return check_manifest(out, manifest)
             raise TagsMismatchError(
                 f"{out} already holds tags for a different input or classifier:\n"
                 f"  there: {json.dumps(existing)}\n  now:   {json.dumps(manifest)}\n"
@@ -129,7 +129,7 @@ def plan_generations(out: Path, identity: dict, current: dict[str, dict] | None)
     `pending_purge`. Generation 0 is the first run. Each generation reads exactly the files it was started
     with, so adding files never changes how an unfinished run deals its files to ranks; a file is read by
     the newest generation that lists it. Returns (manifest, new or changed files, removed files)."""
-    _check_manifest(out, identity)
+    check_manifest(out, identity)
     manifest = json.loads((out / MANIFEST).read_text())
     if current is None:
         manifest.setdefault("generations", [{"name": "", "files": None}])
@@ -218,7 +218,7 @@ def run_tagging(
     out = Path(tags_root) / name
     identity = {"classifier": name, "classifier_argument": argument, **spec.fingerprint(), "limit": limit}
     if name.startswith(("llm_", "cascade_")):
-        unfinished = _failed_tasks(out / "_logs", recorded_tasks(out / "_logs", tasks))
+        unfinished = failed_tasks(out / "_logs", recorded_tasks(out / "_logs", tasks))
         if unfinished and allow_partial and _tagged_rows(out):
             logger.warning(f"{out}: {len(unfinished)} tagging tasks are unfinished; --allow-partial: using the "
                            f"documents the finished ones tagged")
@@ -228,7 +228,7 @@ def run_tagging(
                 f"{name} tags through its own job: run `curate tag-llm --model M --backend vllm|endpoint|transformers "
                 f"--input ... --output {tags_root}` first; `curate build --tags {tags_root} --classifier {name}` then reuses it."
             )
-        _check_manifest(out, identity)
+        check_manifest(out, identity)
         return TagResult(tags_dir=out, rejects_dir=out / "rejects", classifier=name)
     manifest, changed, removed = plan_generations(out, identity, file_fingerprints(spec, verify_inputs))
     if manifest.get("pending_purge"):
@@ -249,7 +249,7 @@ def run_tagging(
                 _write_text(paths_file, "".join(f"{f}\n" for f in files))
         # Generation 0 keeps the task count it was started with; an update runs as many tasks as it has files, at most.
         ran = recorded_tasks(logs, tasks) if not label else _recorded_count(logs, min(tasks, len(files)))
-        if not _failed_tasks(logs, ran):
+        if not failed_tasks(logs, ran):
             continue
         superseded = tuple(f for f in files or () if owners.get(f, {}).get("generation") != label)
         prefix = f"{label}_" if label else ""
@@ -261,7 +261,7 @@ def run_tagging(
             AttributeWriter(str(out), prefix=prefix),
         ]
         run_pipeline(pipeline, executor, ran, workers, logs, job_name=f"curate-tag-{name}{'-' + label if label else ''}")
-        failed = _failed_tasks(logs, ran)
+        failed = failed_tasks(logs, ran)
         if failed and allow_partial:
             logger.warning(f"{len(failed)} of {ran} tagging tasks did not complete; --allow-partial: going on without them")
         elif failed:
@@ -318,7 +318,7 @@ def unfinished_tasks(tags_dir: Path) -> tuple[int, int]:
             continue
         tasks = int(json.loads(executor_json.read_text()).get("tasks", 1))
         total += tasks
-        unfinished += len(_failed_tasks(logs, tasks))
+        unfinished += len(failed_tasks(logs, tasks))
     return unfinished, total
 
 
@@ -351,6 +351,6 @@ def recorded_tasks(logging_dir: Path, requested: int) -> int:
     return recorded
 
 
-def _failed_tasks(logging_dir: Path, tasks: int) -> list[int]:
+def failed_tasks(logging_dir: Path, tasks: int) -> list[int]:
     done = {p.name for p in (logging_dir / "completions").glob("*")}
     return [rank for rank in range(tasks) if f"{rank:05d}" not in done]

@@ -28,9 +28,9 @@ def test_none_means_no_behavior_and_stands_alone():
 
 
 def test_classifier_registry_resolves_family_to_newest_version():
-    assert {"cues_v1", "cues_v2"} <= set(registered_names())
-    assert resolve_name("cues") == ("cues_v2", None)
-    assert get_classifier("cues_v1").name == "cues_v1" and get_classifier("cues").name == "cues_v2"
+    assert {"cues_v1", "cues_v2", "cues_v3"} <= set(registered_names())
+    assert resolve_name("cues") == ("cues_v3", None)
+    assert get_classifier("cues_v1").name == "cues_v1" and get_classifier("cues").name == "cues_v3"
     with pytest.raises(UnknownClassifierError) as error:
         get_classifier("magic")
     assert "cues_v1" in str(error.value)

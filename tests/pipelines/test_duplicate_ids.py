@@ -1,6 +1,6 @@
 """Duplicate ids: the first copy in (file, position) order is the one kept - within a file, across the files of one
 task, and across tasks - and every other copy is a `duplicate_id` reject with its source. Tag, build, stats and
-CPT's pools all apply the same rule (query._open_shards)."""
+CPT's pools all apply the same rule (query.open_shards)."""
 
 from __future__ import annotations
 
