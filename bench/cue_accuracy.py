@@ -1,12 +1,16 @@
-"""Precision, recall and F1 of a behavior classifier on a hand-labeled set: the development set (tests/devset) or
-the held-out set (tests/heldout), optionally one of its halves.
+"""Precision, recall and F1 of a behavior classifier on a hand-labeled set: the development set (tests/devset), the
+held-out set (tests/heldout) or the blind set (tests/blindset, real texts plus Countdown traces), optionally one
+of its halves.
 
-    python bench/cue_accuracy.py [--classifier cues] [--set dev|heldout] [--split tune|test]
-                                 [--by-source] [--errors BEHAVIOR]
+    python bench/cue_accuracy.py [--classifier cues[,cues_v2,keyword]] [--set dev|heldout|blindset]
+                                 [--split tune|test] [--by-source] [--errors BEHAVIOR]
 
-Presence is count >= 1. The texts are read from ../shared/data; see tests/devset/GUIDE.md and
-tests/heldout/GUIDE.md. Read errors (--errors) on the dev set or the held-out tune half only: the test half is
-the honest figure only as long as nobody tunes against it.
+Presence is count >= 1. `keyword` is the naive floor of bench/keyword_baseline.py (one fixed regex per behavior).
+With several classifiers, one summary row per classifier and group gives each behavior's F1 and the macro F1.
+On the blind set the groups are always `real` (forum, solution and trace texts) and `countdown`, the two the
+targets are set on; --by-source adds each source. The texts are read from ../shared/data; see the GUIDE.md of each
+set. Read errors (--errors) on the dev set or a tune half only: a test half is the honest figure only as long as
+nobody tunes against it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from curate.classifiers import get_classifier
 from tests.devset.resolve import LABELS_PATH as DEV_LABELS
 from tests.devset.resolve import DevsetUnavailable, load_devset
 
-LABELS = {"dev": DEV_LABELS, "heldout": Path(__file__).resolve().parents[1] / "tests" / "heldout" / "labels.jsonl"}
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl"}
 
 
 def scores(pairs: list[tuple[int, int]]) -> tuple[float, float, float, int]:
@@ -36,50 +41,106 @@ def scores(pairs: list[tuple[int, int]]) -> tuple[float, float, float, int]:
     return precision, recall, f1, tp + fn
 
 
-def evaluate(classifier_spec: str = "cues", labelled_set: str = "dev", split: str | None = None) -> tuple[list[dict], list]:
-    items = load_devset(labels_path=LABELS[labelled_set])
+def classifier(spec: str):
+    if spec == "keyword":
+        from bench.keyword_baseline import KeywordBaseline
+
+        return KeywordBaseline()
+    return get_classifier(spec)
+
+
+def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict]:
+    if labelled_set == "blindset":
+        items = load_blindset(split)
+    else:
+        items = load_devset(labels_path=LABELS[labelled_set])
     if split is not None:
         items = [item for item in items if item.get("split") == split]
-        if not items:
-            raise ValueError(f"the {labelled_set} set has no items in split {split!r}")
-    labels = get_classifier(classifier_spec).classify([item["text"] for item in items])
+    if not items:
+        raise ValueError(f"the {labelled_set} set has no items in split {split!r}")
+    return items
+
+
+def load_blindset(split: str | None) -> list[dict]:
+    raise DevsetUnavailable("the blind set's labels are not there yet")
+
+
+def evaluate(classifier_spec: str = "cues", labelled_set: str = "dev", split: str | None = None) -> tuple[list[dict], list]:
+    items = load_items(labelled_set, split)
+    labels = classifier(classifier_spec).classify([item["text"] for item in items])
     return items, labels
+
+
+def is_countdown(item: dict) -> bool:
+    return item["id"].startswith("cd-") or item["source"].split("/")[0] == "countdown"
+
+
+def groups_of(items: list[dict], labelled_set: str, by_source: bool) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        groups["all"].append(i)
+        if labelled_set == "blindset":
+            groups["countdown" if is_countdown(item) else "real"].append(i)
+        if by_source:
+            groups[item["source"].split("/")[0]].append(i)
+    return groups
+
+
+def presence(items: list[dict], labels: list, indices: list[int], behavior: str) -> list[tuple[int, int]]:
+    return [(items[i]["labels"][behavior], int((labels[i].counts[behavior] or 0) > 0)) for i in indices]
+
+
+def macro_f1(items: list[dict], labels: list, indices: list[int]) -> float:
+    return sum(scores(presence(items, labels, indices, b))[2] for b in BEHAVIOR_NAMES) / len(BEHAVIOR_NAMES)
+
+
+def summary(specs: list[str], labelled_set: str, split: str | None, by_source: bool) -> None:
+    items = load_items(labelled_set, split)
+    groups = groups_of(items, labelled_set, by_source)
+    print(f"{len(items)} labeled items ({labelled_set}{f'/{split}' if split else ''}); cells are F1 (P / R)\n")
+    print("| classifier | group | items | " + " | ".join(f"{b} (pos)" for b in BEHAVIOR_NAMES) + " | macro F1 |")
+    print("|---" * (4 + len(BEHAVIOR_NAMES)) + "|")
+    for spec in specs:
+        labels = classifier(spec).classify([item["text"] for item in items])
+        for group, indices in groups.items():
+            cells = []
+            for b in BEHAVIOR_NAMES:
+                p, r, f, n = scores(presence(items, labels, indices, b))
+                cells.append(f"{f:.2f} ({p:.2f} / {r:.2f}) [{n}]")
+            print(f"| {spec} | {group} | {len(indices)} | " + " | ".join(cells)
+                  + f" | {macro_f1(items, labels, indices):.2f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--classifier", default="cues")
     parser.add_argument("--set", dest="labelled_set", choices=sorted(LABELS), default="dev")
-    parser.add_argument("--split", choices=("tune", "test"), help="one half of the held-out set")
+    parser.add_argument("--split", choices=("tune", "test"), help="one half of the held-out or blind set")
     parser.add_argument("--by-source", action="store_true")
     parser.add_argument("--errors", help="print false positives/negatives of this behavior")
     args = parser.parse_args()
+    specs = [spec.strip() for spec in args.classifier.split(",") if spec.strip()]
     try:
+        if len(specs) > 1:
+            if args.errors:
+                sys.exit("--errors reads one classifier's errors; name one")
+            summary(specs, args.labelled_set, args.split, args.by_source)
+            return
         items, labels = evaluate(args.classifier, args.labelled_set, args.split)
     except DevsetUnavailable as error:
         sys.exit(f"labelled set unavailable: {error}")
     except ValueError as error:
         sys.exit(str(error))
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, item in enumerate(items):
-        groups["all"].append(i)
-        if args.by_source:
-            groups[item["source"].split("/")[0]].append(i)
+    groups = groups_of(items, args.labelled_set, args.by_source)
     subset = args.labelled_set + (f"/{args.split}" if args.split else "")
     print(f"classifier {args.classifier}: {len(items)} labeled items ({subset})\n")
     print("| subset | behavior | positives | precision | recall | F1 |")
     print("|---|---|---|---|---|---|")
     for group, indices in groups.items():
         for b in BEHAVIOR_NAMES:
-            pairs = [(items[i]["labels"][b], int((labels[i].counts[b] or 0) > 0)) for i in indices]
-            p, r, f, n = scores(pairs)
+            p, r, f, n = scores(presence(items, labels, indices, b))
             print(f"| {group} | {b} | {n} | {p:.2f} | {r:.2f} | {f:.2f} |")
-        if group == "all":
-            macro = sum(
-                scores([(items[i]["labels"][b], int((labels[i].counts[b] or 0) > 0)) for i in indices])[2]
-                for b in BEHAVIOR_NAMES
-            ) / len(BEHAVIOR_NAMES)
-            print(f"| all | macro F1 | | | | {macro:.2f} |")
+        print(f"| {group} | macro F1 | | | | {macro_f1(items, labels, indices):.2f} |")
     if args.errors:
         b = args.errors
         for item, label in zip(items, labels):
