@@ -458,7 +458,7 @@ UNITS = sorted({
     "sq m", "sq cm", "sq km", "sq ft", "sq units", "sq. m", "sq. cm", "sq. units", "m^2", "cm^2", "m^3", "cm^3", "cu m", "cu cm",
     "cubic meters", "cubic cm", "square units", "units", "unit", "h", "rupees", "dollars", "cents", "paise", "degrees", "°",
     "n", "j", "kj", "w", "kw", "v", "ohm", "ohms", "hz", "khz", "pa", "kpa", "atm", "mol", "k", "ev", "°c", "°f",
-    "m/s^2", "kg m/s", "n/m", "c", "men", "women", "boys", "girls", "students", "persons", "people", "workers",
+    "m/s^2", "km^2", "mm^2", "mm^3", "ft^2", "ft^3", "in^2", "km/s", "kg/m^3", "g/cm^3", "kg m/s", "n/m", "c", "men", "women", "boys", "girls", "students", "persons", "people", "workers",
     "children", "balls", "marbles", "apples", "books", "pages", "votes", "times", "steps", "revolutions", "rounds",
     "rs", "rs.", "rupees", "games", "matches", "employees", "members", "players", "trees", "cows", "ways", "seats", "tickets", "items",
 }, key=len, reverse=True)
@@ -510,6 +510,8 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset()) -> tupl
         info["currency"] = True
     if s.lower() in NUMBER_WORDS:
         s = NUMBER_WORDS[s.lower()]
+    # "9.8 m/s2", "20 cm3" (also m/s², NFKC-folded to 2): the power of a unit, not a subscript.
+    s = re.sub(r"(?<=\s)((?:m/s|cm|mm|km|ft|in|m|kg/m|g/cm))\s*\^?\s*([23])$", r"\1^\2", s)
     if m := re.fullmatch(r"(.*?)\s*(\\?%|percent|per cent)", s, re.I):
         s = m.group(1).strip()
         info["percent"] = True

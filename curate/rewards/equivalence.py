@@ -31,7 +31,10 @@ STARTUP_TIMEOUT = 120.0
 _TEXT_COMMANDS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\s*\{([^{}]*)\}")
 _SPACING = re.compile(r"\\[,;:! ]|\\q?quad|~")
 _WORD = re.compile(r"[a-z]{2,}")
-_LEADING_NUMBER = re.compile(r"^(-?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*$")
+# A number then its unit: "72 clips", "9.8 m/s^2", "20 cm3", "72 km/h". A single letter counts only as a metric unit:
+# "2 x^2" is an expression, not 2 of something.
+_LEADING_NUMBER = re.compile(
+    r"^(-?\d[\d,]*(?:\.\d+)?)\s+(?:[A-Za-z°]{2,}|[mgslhKNJW](?![A-Za-z]))[A-Za-z°/ ]*(?:\^?\{?[23]\}?|[²³])?(?:/[A-Za-z]+)*$")
 # Digit groups written with thin spaces or braces: "864\,000", "864{,}000".
 _DIGIT_GROUP = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |~)(?=\d{3}\b)")
 
@@ -160,7 +163,7 @@ class MathEquivalence:
             return False
         verdict = self._cache(gold, _plain_number(answer))
         if verdict is False and (number := _LEADING_NUMBER.match(answer)):
-            # "72 clips", "18 dollars": a number followed by a unit word math-verify does not know.
+            # "72 clips", "9.8 m/s^2": a number followed by a unit math-verify does not know.
             verdict = self._cache(gold, number.group(1))
         return verdict
 

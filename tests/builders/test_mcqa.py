@@ -191,3 +191,13 @@ def test_options_meaningful_only_together_are_rejected():
     assert isinstance(result, Rejected) and reason_code(result.reason) == "options_meaningful_together"
     gold = convert_bounded(mc("What is 2 + 3?", {"A": "5", "B": "6", "C": "7", "D": "None of these"}, "D"))
     assert isinstance(gold, Rejected) and reason_code(gold.reason) == "gold_meta_option"
+
+
+@pytest.mark.parametrize("option, latex, unit", [
+    ("9.8 m/s2", "9.8", "m/s^2"), ("9.8 m/s²", "9.8", "m/s^2"), ("9.8 m/s^2", "9.8", "m/s^2"),
+    ("20 cm3", "20", "cm^3"), ("20 cm^3", "20", "cm^3"), ("72 km/h", "72", "km/h"), ("25%", "25\\%", None),
+])
+def test_units_survive_conversion_to_the_canonical_answer(option, latex, unit):
+    answer = parse_answer(option)
+    assert isinstance(answer, Answer) and (answer.latex, answer.unit) == (latex, unit)
+    assert "_" not in answer.latex, "a unit's power must not become a subscript"

@@ -61,6 +61,25 @@ def test_math_reward_hand_checked(solution, gold, expected):
     assert score("curate/math", solution, gold) == expected
 
 
+@pytest.mark.parametrize("solution, gold, expected", [
+    # An open answer converted from an MCQA option keeps its value; the unit is asked for in the question, and
+    # the reward grades the number whether or not the solver repeats the unit.
+    ("\\boxed{9.8}", "9.8", 1.0),
+    ("\\boxed{9.8 m/s^2}", "9.8", 1.0),
+    ("\\boxed{9.8\\ \\text{m/s}^2}", "9.8", 1.0),
+    ("\\boxed{9.8 m/s2}", "9.8", 1.0),
+    ("\\boxed{20 cm^3}", "20", 1.0),
+    ("\\boxed{20 cm3}", "20", 1.0),
+    ("\\boxed{72 km/h}", "72", 1.0),
+    ("\\boxed{25}", "25\\%", 1.0),
+    ("\\boxed{25\\%}", "25\\%", 1.0),
+    ("\\boxed{9.7 m/s^2}", "9.8", 0.0),
+    ("\\boxed{2 x^2}", "2", 0.0),  # a variable, not a unit
+])
+def test_units_are_graded_with_or_without_them(solution, gold, expected):
+    assert score("mcqa_open", solution, gold) == expected
+
+
 def test_mcqa_multihop_and_countdown():
     assert score("mcqa", "Eliminating B, the answer is (C).", "C") == 1.0
     assert score("mcqa", "\\boxed{B}", "C") == 0.0
