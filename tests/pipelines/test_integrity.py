@@ -1,0 +1,158 @@
+"""No silent wrong data on the tag -> build path (issue 20), run as a user runs it: real files, the real CLI,
+exit codes checked. A changed corpus, an occupied output folder, an empty or all-rejected run, a BOM, an
+interrupt."""
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from curate.cli import app
+from curate.pipelines.tag import tags_dir_for
+
+runner = CliRunner()
+
+
+def run(*args: str, code: int = 0):
+    result = runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "200"})
+    assert result.exit_code == code, result.output
+    return result
+
+
+def write_docs(path: Path, prefix: str, n: int, mode: str = "w") -> None:
+    with path.open(mode) as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"{prefix}-{i}", "text": f"Plain note {prefix} number {i}.", "site": "x"}) + "\n")
+
+
+def tag_rows(tags_root: Path) -> list[tuple]:
+    folder = tags_dir_for(tags_root, "cues")
+    return duckdb.sql(f"SELECT id, source FROM read_parquet('{folder}/*.parquet')").fetchall()
+
+
+def test_added_and_grown_files_are_tagged_once_and_reach_the_dataset(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_docs(corpus / "a.jsonl", "a", 20)
+    write_docs(corpus / "b.jsonl", "b", 30)
+    build = ["build", "--behaviors", "none", "--input", str(corpus), "--output", str(tmp_path / "D")]
+    first = run(*build)
+    assert "50" in first.output
+    write_docs(corpus / "c.jsonl", "c", 40)
+    write_docs(corpus / "b.jsonl", "bb", 30, mode="a")
+    run(*build)
+    rows = tag_rows(tmp_path / "D" / "tags")
+    assert len(rows) == len({r[0] for r in rows}) == 120  # the grown file's old rows replaced, not duplicated
+    data = pq.read_table(tmp_path / "D" / "data").to_pydict()
+    assert len(data["id"]) == 120
+    (corpus / "a.jsonl").unlink()
+    run("tag", "--input", str(corpus), "--output", str(tmp_path / "D" / "tags"))
+    assert {r[1] for r in tag_rows(tmp_path / "D" / "tags")} == {"b.jsonl", "c.jsonl"}
+
+
+def test_verify_inputs_sees_a_change_that_keeps_size_and_mtime(tmp_path: Path):
+    corpus = tmp_path / "corpus.jsonl"
+    before, after = "Here, that's right. Let me read it.", "Wait, that's wrong. Let me redo it."
+    assert len(before) == len(after)
+    corpus.write_text(json.dumps({"id": "x", "text": before}) + "\n")
+    tags = tmp_path / "tags"
+    run("tag", "--input", str(corpus), "--output", str(tags), "--verify-inputs")
+    stat = corpus.stat()
+    corpus.write_text(json.dumps({"id": "x", "text": after}) + "\n")
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    run("tag", "--input", str(corpus), "--output", str(tags))
+    folder = tags_dir_for(tags, "cues")
+    assert duckdb.sql(f"SELECT backtracking FROM '{folder}/*.parquet'").fetchall() == [(0,)]
+    result = run("tag", "--input", str(corpus), "--output", str(tags), "--verify-inputs")
+    assert "new or changed" in result.output
+    assert duckdb.sql(f"SELECT backtracking FROM '{folder}/*.parquet'").fetchall() == [(1,)]
+
+
+def test_occupied_output_is_refused_and_a_same_rerun_is_a_no_op(tmp_path: Path):
+    corpus = tmp_path / "corpus.jsonl"
+    write_docs(corpus, "d", 5)
+    out = tmp_path / "D"
+    build = ["build", "--behaviors", "none", "--input", str(corpus), "--output", str(out)]
+    run(*build)
+    shard = next((out / "data").glob("*.parquet"))
+    written = shard.stat().st_mtime_ns
+    assert "up to date" in run(*build).output
+    assert shard.stat().st_mtime_ns == written
+    other = ["build", "--behaviors", "none", "--limit", "2", "--input", str(corpus), "--output", str(out)]
+    refused = run(*other, code=2)
+    assert "--overwrite" in refused.output and "--limit" in refused.output
+    assert shard.exists() and shard.stat().st_mtime_ns == written
+    run(*other, "--overwrite")
+    assert len(pq.read_table(out / "data")) == 2
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    assert "did not write" in run(*build[:-1], str(foreign), "--overwrite", code=2).output
+    assert (foreign / "notes.txt").read_text() == "keep me"
+
+
+def test_all_rejected_and_empty_inputs_fail_with_the_reason(tmp_path: Path):
+    corpus = tmp_path / "corpus.jsonl"
+    write_docs(corpus, "d", 4)
+    tags = tmp_path / "tags"
+    result = run("tag", "--input", str(corpus), "--output", str(tags), "--text-key", "body", code=2)
+    assert "all 4 records were rejected" in result.output and "fields: id, site, text" in result.output
+    run("tag", "--input", str(corpus), "--output", str(tags))  # the fixed command replaces the empty tags
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert "hold no records" in run("tag", "--input", str(empty), "--output", str(tmp_path / "t2"), code=2).output
+    gz = tmp_path / "corpus.gz"
+    gz.write_bytes(gzip.compress(corpus.read_bytes()))
+    assert "NAME.jsonl.gz" in run("tag", "--input", str(gz), "--output", str(tmp_path / "t3"), code=2).output
+    (tmp_path / "nothing").mkdir()
+    for pattern in (str(tmp_path / "nothing"), str(tmp_path / "*.parquet")):
+        result = run("tag", "--input", pattern, "--output", str(tmp_path / "t4"), code=2)
+        assert "No files found" in result.output and "Traceback" not in result.output
+        assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_bom_does_not_cost_the_first_record(tmp_path: Path):
+    corpus = tmp_path / "bom.jsonl"
+    corpus.write_bytes(b"\xef\xbb\xbf" + b'{"id": "first", "text": "Plain."}\n{"id": "second", "text": "Plain too."}\n')
+    run("tag", "--input", str(corpus), "--output", str(tmp_path / "tags"))
+    assert sorted(r[0] for r in tag_rows(tmp_path / "tags")) == ["first", "second"]
+
+
+def test_an_interrupted_tag_leaves_no_finished_looking_shard_and_resumes(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for k in range(3):
+        write_docs(corpus / f"part{k}.jsonl", f"p{k}", 2000)
+    tags = tmp_path / "tags"
+    command = [sys.executable, "-m", "curate.cli", "tag", "--input", str(corpus), "--output", str(tags), "--tasks", "3"]
+    folder = tags_dir_for(tags, "cues")
+    completions = folder / "_logs" / "completions"
+    for sent in (signal.SIGINT, signal.SIGTERM):
+        finished_before = len(list(completions.glob("*")))
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   env={**os.environ, "COLUMNS": "200"})
+        deadline = time.monotonic() + 120
+        while len(list(completions.glob("*"))) <= finished_before and time.monotonic() < deadline:  # mid-run
+            time.sleep(0.05)
+        process.send_signal(sent)
+        output, _ = process.communicate(timeout=120)
+        if process.returncode == 0:
+            continue  # finished before the signal arrived: nothing was interrupted
+        assert process.returncode == 130, output
+        assert "interrupted: run the same command again to resume" in output
+        done = {p.name for p in completions.glob("*")}
+        for shard in folder.glob("*.parquet"):
+            assert shard.name.rsplit("_", 1)[1].removesuffix(".parquet") in done, shard
+        stats = run("stats", str(tags))
+        assert "unfinished" in stats.output
+    run("tag", "--input", str(corpus), "--output", str(tags), "--tasks", "3")
+    rows = tag_rows(tags)
+    assert len(rows) == len({r[0] for r in rows}) == 6000
