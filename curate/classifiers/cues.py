@@ -383,12 +383,14 @@ class CueClassifier(Classifier):
         self.nlp = _build_nlp()
         # Fixed phrases go to the PhraseMatcher (a trie, several times faster than token patterns);
         # only cues with numbers or wildcards need the Matcher.
-        self.matcher = Matcher(self.nlp.vocab)
+        # One Matcher per pattern: an anchor says which pattern may start there, and running every pattern on every
+        # anchor's window cost most of the matching time once cue lists grew (cues_v3).
+        self.matchers: dict[str, tuple[Matcher, int]] = {}
+        self.matcher = Matcher(self.nlp.vocab)  # all token patterns together, to inspect a cue list; unused by classify
         self.phrases = PhraseMatcher(self.nlp.vocab, attr="LOWER")
         # The Matcher costs ~1 s/MB per handful of patterns even where nothing matches; it only runs on a
         # window after an anchor (each pattern's leading literal words) that the PhraseMatcher found.
         self.anchors = PhraseMatcher(self.nlp.vocab, attr="LOWER")
-        self.window = 0
         self.cues: dict[str, Cue] = {}
         self.then = {
             pattern: re.compile(pattern, re.IGNORECASE)
@@ -408,9 +410,11 @@ class CueClassifier(Classifier):
             self.cues[key] = cue
             words = cue.pattern.split()
             if any(w.removesuffix("?") in ("NUM", "*") for w in words):
+                matcher = Matcher(self.nlp.vocab)
+                matcher.add(key, [[_token_spec(w) for w in words]])
+                self.matchers[key] = (matcher, len(words))
                 self.matcher.add(key, [[_token_spec(w) for w in words]])
                 self.anchors.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(_anchor(words))])
-                self.window = max(self.window, len(words))
             else:
                 self.phrases.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(words)])
 
@@ -463,9 +467,12 @@ class CueClassifier(Classifier):
         found = self.phrases(doc)
         anchored = {(match_id, start) for match_id, start, _ in self.anchors(doc)}
         if anchored:
+            # Every match of a pattern starts with its anchor, so the window after each of its anchors finds them all.
             windows = set()
-            for _, start in anchored:
-                for match_id, begin, end in self.matcher(doc[start:start + self.window]):
+            strings = self.nlp.vocab.strings
+            for anchor_id, start in anchored:
+                matcher, length = self.matchers[strings[anchor_id]]
+                for match_id, begin, end in matcher(doc[start:start + length]):
                     windows.add((match_id, start + begin, start + end))
             found += sorted(windows)
         return found
