@@ -228,8 +228,8 @@ def check_trace(result: dict, problem: Problem, answers: str) -> LLMTrace | str:
     except LLMWriterError as error:
         return f"llm parse: {error}"
     check = check_expression(answer, problem.numbers, problem.target)
-    wanted = "correct" if answers == "correct" else "wrong"
-    if check.status != wanted:
+    wanted = {"correct": ("correct",), "incorrect": ("wrong",), "any": ("correct", "wrong")}[answers]
+    if check.status not in wanted:
         detail = check.reason or f"evaluates to {check.value}"
         return f"llm answer: {answer[:60]!r} is {check.status} ({detail}), {answers} answers were asked for"
     return LLMTrace(think, answer, int(result.get("completion_tokens") or 0))

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
-from curate.builders.trace_templates import VARIANTS, TraceError, countdown_question, write_trace
+from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
 from curate.errors import CurateError
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
 
@@ -76,6 +76,8 @@ ROW_SCHEMA = pa.schema([
     ("writer", pa.string()),
     ("strategy", pa.string()),
     ("dead_ends", pa.int32()),
+    ("failure", pa.string()),
+    ("voice", pa.string()),
     ("think_chars", pa.int64()),
     ("think_tokens", pa.int64()),
 ])
@@ -111,8 +113,8 @@ class PrimingConfig:
     def validate(self) -> None:
         if self.variant not in ALL_VARIANTS:
             raise PrimingError(f"unknown variant {self.variant!r}; choose from {', '.join(ALL_VARIANTS)}")
-        if self.answers not in ("correct", "incorrect"):
-            raise PrimingError("--answers must be 'correct' or 'incorrect'")
+        if self.answers not in ANSWERS:
+            raise PrimingError("--answers must be 'correct', 'incorrect' or 'any'")
         if self.writer not in ("symbolic", "llm"):
             raise PrimingError("--writer must be 'symbolic' or 'llm'")
         if self.writer == "llm":
@@ -232,7 +234,10 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
             batch: list[tuple[Problem, str]] = []
             quota = {s: math.ceil(oversample * (wanted[s] - kept[s])) for s in wanted}
             batch_size = config.batch_size if config.writer == "symbolic" else max(config.batch_size, sum(quota.values()))
-            while len(batch) < batch_size and drawn < max_problems:
+            # Stop drawing once each split's quota is met: draws that cannot join the batch would use up the
+            # attempt budget while the behavior check still refuses some traces.
+            while len(batch) < batch_size and drawn < max_problems and any(
+                    sum(1 for _, s in batch if s == split) < quota[split] for split in wanted):
                 problem = generate_problem(rng, config.n_numbers, config.number_range, config.target_range,
                                            config.integer_division)
                 drawn += 1
@@ -357,7 +362,8 @@ def _llm_drafts(batch, config: PrimingConfig, tokenizer, rejects, result, output
         think = trace.think
         if config.variant == "placeholder_cot":
             think = placeholder_text(tokenizer, count_tokens(tokenizer, think))
-        drafts.append((problem, split, think, trace.answer, {"strategy": None, "dead_ends": None}))
+        drafts.append((problem, split, think, trace.answer, {"strategy": None, "dead_ends": None, "failure": None,
+                                                             "voice": None}))
     return drafts
 
 
@@ -367,15 +373,18 @@ def _draft(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Rando
     if config.variant in VARIANTS:
         trace = write_trace(problem, config.requested, seed_rng, config.answers, max_dead_ends=config.max_dead_ends,
                             integer_division=config.integer_division)
-        return trace.text, trace.answer, {"strategy": trace.strategy, "dead_ends": trace.dead_ends}
+        return trace.text, trace.answer, {"strategy": trace.strategy, "dead_ends": trace.dead_ends,
+                                          "failure": trace.failure, "voice": trace.voice}
+    none = {"strategy": None, "dead_ends": None, "failure": None, "voice": None}
     if config.variant == "empty_cot":
-        answer = problem.solution if config.answers == "correct" else wrong_expression(problem, seed_rng)
-        return EMPTY_THINK, answer, {"strategy": None, "dead_ends": None}
+        # 'any' has no search whose accuracy it could keep: an empty chain of thought gives the reference answer.
+        answer = problem.solution if config.answers != "incorrect" else wrong_expression(problem, seed_rng)
+        return EMPTY_THINK, answer, none
     # placeholder_cot: the paired behavior trace sets the length, then its text is replaced by filler.
     trace = write_trace(problem, VARIANTS[config.placeholder_for], seed_rng, config.answers,
                         max_dead_ends=config.max_dead_ends, integer_division=config.integer_division)
     filler = placeholder_text(tokenizer, count_tokens(tokenizer, trace.text))
-    return filler, trace.answer, {"strategy": None, "dead_ends": None}
+    return filler, trace.answer, none
 
 
 def _reject(rejects, result: PrimingResult, problem: Problem, split: str, reason: str, think: str | None) -> None:
@@ -459,6 +468,11 @@ def dataset_stats(output: Path, result: PrimingResult) -> dict:
             "INTERSECT SELECT id FROM read_parquet($files) WHERE extra_info.split = 'test')",
             params={"files": files},
         ).fetchall()[0][0]
+        failures = connection.sql(
+            "SELECT coalesce(failure, CASE WHEN answer_correct THEN 'none (correct)' ELSE 'unknown' END), count(*) "
+            "FROM read_parquet($files) GROUP BY 1 ORDER BY 2 DESC", params={"files": files}).fetchall()
+        thinks = connection.sql("SELECT coalesce(voice, writer), completion FROM read_parquet($files)",
+                                params={"files": files}).fetchall()
     for split, count, accuracy, mean_c, median_c, p90_c, max_c, mean_t, max_t, *prev in rows:
         stats["splits"][split] = {
             "rows": count, "answer_accuracy": accuracy,
@@ -467,7 +481,24 @@ def dataset_stats(output: Path, result: PrimingResult) -> dict:
             "prevalence": dict(zip(BEHAVIOR_NAMES, prev)),
         }
     stats["problems_in_both_splits"] = overlap
+    stats["failures"] = dict(failures)
+    by_voice: dict[str, list[str]] = {}
+    for voice, completion in thinks:
+        by_voice.setdefault(voice, []).append(completion)
+    stats["distinct_4gram_rate"] = {voice: distinct_ngram_rate(texts) for voice, texts in sorted(by_voice.items())}
+    stats["distinct_4gram_rate"]["all"] = distinct_ngram_rate([c for _, c in thinks])
     return stats
+
+
+def distinct_ngram_rate(texts, n: int = 4) -> float | None:
+    """Distinct word n-grams over all n-grams in the texts (numbers masked, so that only the wording counts)."""
+    import re
+
+    grams = []
+    for text in texts:
+        words = re.sub(r"\d+", "N", text).split()
+        grams += [tuple(words[k:k + n]) for k in range(len(words) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else None
 
 
 FIELDS = [
@@ -487,6 +518,7 @@ FIELDS = [
      "sentences the classifier found showing each behavior in the trace"),
     ("`classifier`, `writer`, `strategy`, `dead_ends`", "string, string, string, int32", ("who checked and wrote the "
                                                                                          "trace, and how it searched")),
+    ("`failure`, `voice`", "string, string", "why an incorrect answer is wrong (null when correct), the narrator voice"),
     ("`think_chars`, `think_tokens`", "int64", "length of the chain of thought (tokens: null without --tokenizer)"),
 ]
 
@@ -537,7 +569,9 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
     )
     rejected = "".join(f"\n| {k} | {v:,} |" for k, v in stats["rejected"].items())
     acceptance = (f"{stats['kept']:,} of {stats['attempted']:,} traces kept "
-                  f"(acceptance rate {100 * stats['acceptance_rate']:.1f} %).")
+                  f"(acceptance rate {100 * stats['acceptance_rate']:.1f} % under `{classifier}`). The phrase banks "
+                  "were not written from this classifier's cue lists, so the rate measures agreement between two "
+                  "independent readings of the behaviors.")
     if rejected:
         acceptance += f"\n\n| reason | traces |\n|---|---|{rejected}\n\nThe refused traces are in `rejects/`."
     split_table = ["| split | rows | answer accuracy | think chars mean / median / p90 / max | think tokens mean / max | "
@@ -550,12 +584,20 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
             f"{c['mean']:.0f} / {c['median']:.0f} / {c['p90']:.0f} / {c['max']}", tokens,
             *[f"{100 * s['prevalence'][b]:.1f} %" for b in BEHAVIOR_NAMES]]) + " |")
     split_table.append(f"\nProblems in both splits: {stats.get('problems_in_both_splits', 0)}.")
+    failure_table = ("| failure | rows |\n|---|---|" + "".join(f"\n| {k} | {v:,} |" for k, v in stats.get("failures", {}).items())
+                     + "\n\nFailures: near_miss (the search budget ran out; the nearest result is answered), carry / "
+                     "borrow / swapped_digits (one slipped equation, never approved by a check), number_used_twice, "
+                     "number_left_out. Every other equation in a trace is true.")
+    diversity = ("Distinct word 4-grams over all 4-grams (numbers masked), per narrator voice:\n\n| voice | rate |\n|---|---|"
+                 + "".join(f"\n| {k} | {v:.3f} |" for k, v in stats.get("distinct_4gram_rate", {}).items()
+                           if v is not None))
     writer_description = {
         "empty_cot": "each completion has an empty chain of thought (`<think> </think>`).",
         "placeholder_cot": f"each chain of thought is filler with the token count (under `{config.tokenizer}`) of a "
                            f"`{config.placeholder_for}` trace for the same problem.",
-    }.get(config.variant, "each trace narrates the exhaustive solver's own search (depth-first, breadth-first or "
-                          "best-first) with the chosen behaviors switched on and the others off.")
+    }.get(config.variant, "each trace narrates a search (depth-first, best-first, or backward from the target when "
+                          "backward chaining is on) in one of several narrator voices, with the chosen behaviors "
+                          "switched on and the others off.")
     if config.writer == "llm" and config.variant != "empty_cot":
         writer_description = (
             f"the teacher model `{(config.llm or {}).get('model')}` wrote each trace under a system prompt asking for the "
@@ -571,12 +613,13 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}.",
         parameters=[(k, v) for k, v in vars(config).items()],
         command=reproduce_command(config, output, dedup, decontam, benchmarks_dir),
-        sections=[("Behavior check", acceptance), ("Splits", "\n".join(split_table))],
+        sections=[("Behavior check", acceptance), ("Splits", "\n".join(split_table)),
+                  ("Incorrect answers by failure", failure_table), ("Prose diversity", diversity)],
         fields=FIELDS,
         load=load_snippet(splits),
         limitations=f"Behavior labels come from `{classifier}`, an automatic classifier: a trace it accepts can still "
                     "lack a behavior in a form it does not recognise, and symbolic traces are templated text, more "
-                    "regular than a model's. Incorrect answers come from one arithmetic slip (an operator written "
-                    "wrongly with its result kept).",
+                    "regular than a model's, even across its narrator voices. Incorrect answers come from the natural "
+                    "failures counted above.",
     )
     save_card(card, output)

@@ -81,11 +81,11 @@ def test_teacher_requests_ask_for_chosen_behaviors_and_forbid_the_others():
     options = LLMOptions(model="teacher", max_tokens=512, temperature=0.6)
     requests = trace_requests([PROBLEM], frozenset({Behavior.BACKTRACKING, Behavior.VERIFICATION}), "incorrect", options)
     (payload,) = requests.values()
-    system, user = payload["messages"][0]["content"], payload["messages"][1]["content"]
+    system, user = payload["messages"][0]["content"], payload["messages"][-1]["content"]
     assert payload["max_tokens"] == 512 and payload["temperature"] == 0.6
-    shown, _, forbidden = system.partition("Do not show")
+    shown, _, forbidden = system.partition("Rules:")
     assert "backtracking:" in shown and "verification:" in shown
-    assert "subgoal setting" in forbidden and "backward chaining" in forbidden and "verification" not in forbidden
+    assert "plan" in forbidden and "work back from the target" in forbidden and "evaluation" not in forbidden
     assert "arithmetic slip" in system and "[25, 3, 7, 2]" in user and "76" in user
 
 

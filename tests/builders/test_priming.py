@@ -17,7 +17,7 @@ from curate.builders.priming import (
     placeholder_text,
     run_priming,
 )
-from curate.builders.trace_templates import VARIANTS, teacher_messages, write_trace
+from curate.builders.trace_templates import VARIANTS, TraceError, teacher_messages, write_trace
 from curate.schema import Labels
 from curate.puzzles.countdown import check_expression, generate_problem, score_countdown
 
@@ -48,7 +48,12 @@ def tokenizer_dir(tmp_path_factory):
     from transformers import PreTrainedTokenizerFast
 
     rng = random.Random(0)
-    corpus = [write_trace(generate_problem(rng), VARIANTS["all_strategies"], rng).text for _ in range(60)]
+    corpus = []
+    while len(corpus) < 60:
+        try:
+            corpus.append(write_trace(generate_problem(rng), VARIANTS["all_strategies"], rng).text)
+        except TraceError:
+            continue
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]"],
@@ -88,17 +93,23 @@ def test_variant_shows_exactly_the_requested_behaviors(tmp_path, variant, answer
         expected = 1.0 if answers == "correct" else 0.0
         assert score_countdown(row["completion"], truth) == expected
         assert row["answer_correct"] is (answers == "correct")
-        # An incorrect answer is still a well-formed expression over the given numbers.
-        assert check_expression(row["completion_answer"], truth["numbers"], truth["target"]).status == (
-            "correct" if answers == "correct" else "wrong")
+        # An incorrect answer is a well-formed expression over the given numbers, unless the failure is a number
+        # used twice or left out.
+        status = check_expression(row["completion_answer"], truth["numbers"], truth["target"]).status
+        if answers == "correct":
+            assert status == "correct" and row["failure"] is None
+        else:
+            assert status == ("invalid" if row["failure"] in ("number_used_twice", "number_left_out") else "wrong")
         assert check_expression(row["answer"], truth["numbers"], truth["target"]).status == "correct"
     train_ids = {r["id"] for r in rows if r["extra_info"]["split"] == "train"}
     test_ids = {r["id"] for r in rows if r["extra_info"]["split"] == "test"}
     assert len(train_ids) == 16 and len(test_ids) == 4 and not train_ids & test_ids
     assert result.stats["problems_in_both_splits"] == 0
-    assert result.acceptance_rate > 0.8
+    assert result.acceptance_rate > 0.15  # measured under the independent cues classifier; the card reports it
     card = (tmp_path / "README.md").read_text()
-    assert variant in card and "acceptance rate" in card
+    assert variant in card and "acceptance rate" in card and "under `cues" in card
+    assert "Prose diversity" in card and 0 < result.stats["distinct_4gram_rate"]["all"] < 1
+    assert sum(result.stats["failures"].values()) == 20
 
 
 def test_rows_follow_verl_and_sft_formats(tmp_path):
@@ -133,13 +144,19 @@ def test_placeholder_matches_the_token_count_of_the_paired_trace(tmp_path, token
         assert count_tokens(tokenizer, placeholder_text(tokenizer, n)) == n
     config = PrimingConfig(variant="placeholder_cot", tokenizer=tokenizer_dir, n=6, test_n=2)
     rng = random.Random(0)
+    drafted = 0
     for _ in range(10):
         problem = generate_problem(rng)
-        filler, answer, _ = _draft(problem, config, tokenizer, random.Random(11))
+        try:
+            filler, answer, _ = _draft(problem, config, tokenizer, random.Random(11))
+        except TraceError:  # no backward chain reaches the target: the builder draws another problem
+            continue
+        drafted += 1
         paired = write_trace(problem, VARIANTS["all_strategies"], random.Random(random.Random(11).random()))
         assert count_tokens(tokenizer, filler) == count_tokens(tokenizer, paired.text) > 20
         assert answer == paired.answer
         assert not re.search(r"\d", filler)
+    assert drafted >= 6
     result = run_priming(config, tmp_path, progress=False)
     rows = _rows(tmp_path)
     assert result.rows == {"train": 6, "test": 2}
@@ -183,56 +200,27 @@ def test_config_errors_are_clear():
 
 def test_teacher_prompt_asks_for_some_behaviors_and_forbids_the_others():
     problem = generate_problem(random.Random(0))
-    system, user = teacher_messages(problem, VARIANTS["backtracking_verification"])
+    messages = teacher_messages(problem, VARIANTS["backtracking_verification"])
+    system, user = messages[0], messages[-1]
     assert "backtracking:" in system["content"] and "verification:" in system["content"]
-    assert "Do not show any of these: subgoal setting, backward chaining" in system["content"]
+    assert "plan" in system["content"] and "work back from the target" in system["content"]
+    assert "Omit every evaluation" not in system["content"]
     assert str(problem.target) in user["content"]
+    # Few-shot examples: solved problems in the same format, with the same behaviors.
+    shots = messages[1:-1]
+    assert shots and [m["role"] for m in shots[:2]] == ["user", "assistant"]
+    assert all("<think>" in m["content"] and "<answer>" in m["content"] for m in shots if m["role"] == "assistant")
+    bare = teacher_messages(problem, VARIANTS["negative_control"])[0]["content"]
+    assert "Omit every evaluation" in bare and "Show these behaviors" not in bare
+    # No instruction contradicts another: nothing asks to say when a path fails while forbidding backtracking.
+    assert "path fails" not in bare
 
 
-BFS_MOVE = re.compile(r"^- (?:(?:from|out of) \[[^\]]*\]: |\[[^\]]*\] gives )?(\d+ [-+*/] \d+ = \d+)")
-
-
-@pytest.mark.parametrize("answers", ["correct", "incorrect"])
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_breadth_first_traces_show_the_requested_behaviors(variant, answers):
-    rng = random.Random(8)
-    problems = [generate_problem(rng) for _ in range(12)]
-    traces = [write_trace(p, VARIANTS[variant], random.Random(i), answers, strategy="bfs") for i, p in enumerate(problems)]
-    wanted = {b.value for b in VARIANTS[variant]}
-    for problem, trace, label in zip(problems, traces, get_classifier("cues").classify([t.text for t in traces])):
-        assert trace.strategy == "bfs"
-        for behavior in BEHAVIOR_NAMES:
-            assert bool(label.counts[behavior]) == (behavior in wanted), (behavior, trace.text)
-        status = check_expression(trace.answer, problem.numbers, problem.target).status
-        assert status == ("correct" if answers == "correct" else "wrong")
-        assert trace.answer_correct is (answers == "correct")
-        assert trace.answer in trace.text
-        assert (trace.dead_ends > 0) == ("backtracking" in wanted)
-
-
-def test_breadth_first_trace_narrates_each_level_before_the_next():
-    rng = random.Random(2)
-    for seed in range(10):
-        problem = generate_problem(rng)
-        text = write_trace(problem, VARIANTS["negative_control"], random.Random(seed), strategy="bfs").text
-        lines = text.splitlines()
-        heads = [k for k, line in enumerate(lines) if line.endswith(":") and "[" in line]
-        assert len(heads) == len(problem.numbers) - 2
-        # Several different first combinations (with their pools) before any second-level one.
-        level_one = [BFS_MOVE.match(line).group(1) for line in lines[heads[0] + 1: heads[1]] if BFS_MOVE.match(line)]
-        assert len(set(level_one)) >= 2
-        assert all(line.startswith("- ") or not BFS_MOVE.match(line) for line in lines[heads[0] + 1: heads[1]])
-        level_two = lines[heads[1] + 1:]
-        assert any(BFS_MOVE.match(line) for line in level_two)
-        # The frontier holds more than one pool at each level; the depth-first trace of the same seed does not list levels.
-        assert sum("[" in line and line.startswith(("Keeping", "Most", "The frontier", "I carry", "Pools", "Last"))
-                   for line in lines) == len(heads)
-        dfs = write_trace(problem, VARIANTS["negative_control"], random.Random(seed), strategy="dfs").text
-        assert "[" not in dfs
-
-
-def test_strategy_choice_includes_breadth_first():
+def test_strategy_and_voice_choices_vary():
     rng = random.Random(6)
     problem = generate_problem(rng)
-    strategies = {write_trace(problem, VARIANTS["negative_control"], random.Random(seed)).strategy for seed in range(40)}
-    assert strategies == {"dfs", "best_first", "bfs"}
+    traces = [write_trace(problem, VARIANTS["only_backtracking"], random.Random(seed)) for seed in range(30)]
+    assert {t.strategy for t in traces} == {"dfs", "best_first"}
+    assert {t.voice for t in traces} == {"terse", "explanatory", "conversational"}
+    backward = write_trace(problem, VARIANTS["backtracking_backward"], random.Random(0))
+    assert backward.strategy == "backward"
