@@ -1,0 +1,82 @@
+"""The blind set (tests/blindset): well-formed, split before labelling, disjoint from the dev and held-out sets,
+free of stored real texts, and resolvable to exactly the texts the readers were given."""
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.blindset.resolve import COUNTDOWN_PATH, ITEMS_PATH, load_blindset
+from tests.devset.resolve import LABELS_PATH as DEV_LABELS
+from tests.devset.resolve import DevsetUnavailable
+
+HELDOUT = Path(__file__).resolve().parents[1] / "heldout" / "labels.jsonl"
+REAL_PREFIXES = {"bse", "bprm", "bm500", "baime", "bamc", "bgsm", "bgsmm", "baqua", "baquam"}
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def key(item: dict) -> tuple:
+    loc = item["locator"]
+    return item["source"], loc["row"], tuple(loc["path"]), loc.get("start"), loc.get("end")
+
+
+def test_items_are_well_formed_and_split_within_each_stratum():
+    items = read(ITEMS_PATH)
+    assert len({it["id"] for it in items}) == len(items)
+    assert all("text" not in it and "labels" not in it for it in items)
+    assert {it["id"].split("-")[0] for it in items} == REAL_PREFIXES | {"cd"}
+    strata = Counter()
+    for it in items:
+        assert it["split"] in ("tune", "test")
+        stratum = ("cd", it["style"]) if it["source"] == "countdown" else (it["id"].split("-")[0], it["selection"])
+        strata[stratum + (it["split"],)] += 1
+    for stratum in {k[:2] for k in strata}:
+        assert abs(strata[stratum + ("tune",)] - strata[stratum + ("test",)]) <= 1, stratum
+    groups: dict = {}
+    for it in items:
+        stratum = ("cd", it["style"]) if it["source"] == "countdown" else (it["id"].split("-")[0], it["selection"])
+        groups.setdefault(stratum, []).append(it)
+    for group in groups.values():   # the rule in GUIDE.md: ordered by SHA-256 of the id, tune first, alternating
+        group.sort(key=lambda it: hashlib.sha256(it["id"].encode("utf-8")).hexdigest())
+        assert [it["split"] for it in group] == [("tune", "test")[i % 2] for i in range(len(group))]
+    real = [it for it in items if it["source"] != "countdown"]
+    assert len(real) >= 620
+    assert Counter(it["selection"] for it in real)["random"] >= 0.6 * len(real)
+
+
+def test_real_items_are_disjoint_from_the_dev_and_held_out_sets():
+    real = [it for it in read(ITEMS_PATH) if it["source"] != "countdown"]
+    for path in (DEV_LABELS, HELDOUT):
+        old = read(path)
+        assert not {key(it) for it in real} & {key(it) for it in old}, path
+        assert not {it["locator"]["sha256"] for it in real} & {it["locator"]["sha256"] for it in old}, path
+    assert len({it["locator"]["sha256"] for it in real}) == len(real)
+
+
+def test_countdown_traces_carry_no_labels():
+    traces = read(COUNTDOWN_PATH)
+    assert len(traces) >= 160
+    assert all(set(t) == {"id", "style", "numbers", "target", "text"} for t in traces)
+    styles = Counter(t["style"] for t in traces)
+    assert set(styles) == {"small-model", "strong-model", "near-miss"}
+    assert max(styles.values()) - min(styles.values()) <= 0.1 * len(traces)
+    assert all(len(t["numbers"]) in (3, 4) and 10 <= t["target"] <= 100 for t in traces)
+    assert len({t["text"] for t in traces}) == len(traces)
+
+
+def test_every_text_resolves_with_its_checksum():
+    try:
+        items = load_blindset()
+    except DevsetUnavailable as error:
+        pytest.skip(f"shared data not available: {error}")
+    assert len(items) == len(read(ITEMS_PATH))
+    assert all(it["text"].strip() for it in items)
+    pieces = [it for it in items if it["id"].split("-")[0] in ("bm500", "baime", "bamc")]
+    assert pieces and all(len(it["text"]) <= 3000 for it in pieces)
+    assert all(len(it["text"]) <= 3500 for it in items if it["source"] != "countdown")
+    assert all(it["text"].startswith("Numbers: [") for it in items if it["source"] == "countdown")
