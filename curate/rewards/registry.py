@@ -176,7 +176,37 @@ def countdown_reward(solution_str, ground_truth, extra_info=None, extraction=DEF
     ground_truth = _decode(ground_truth)
     if not isinstance(ground_truth, dict):
         return None
-    return score_countdown(solution_str, ground_truth)
+    # TinyZero gives 0.1 to a well-formed wrong equation; the row (or the factory below) may ask for it.
+    format_score = check_format_score((extra_info or {}).get("format_score", 0.0))
+    return score_countdown(solution_str, ground_truth, format_score=format_score)
+
+
+def check_format_score(value: Any) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"format_score must be a number, got {value!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"format_score must be at least 0 and below 1 (TinyZero uses 0.1), got {value}")
+    return value
+
+
+def countdown_reward_fn(format_score: float = 0.0) -> Callable[..., list[float | None]]:
+    """A TRL-style Countdown reward over a batch (completions, solution) with a fixed format score:
+    1.0 for a correct equation, format_score for a well-formed wrong one, 0.0 otherwise, None when the
+    ground truth is unusable. format_score is validated here, once."""
+    format_score = check_format_score(format_score)
+
+    def countdown_reward(completions: list, solution: list, **kwargs) -> list[float | None]:
+        return [countdown_reward_impl(_completion_text(c), gold, format_score)
+                for c, gold in zip(completions, solution, strict=True)]
+
+    countdown_reward.__name__ = f"curate_countdown_format_{format_score:g}"
+    return countdown_reward
+
+
+def countdown_reward_impl(solution_str: str, ground_truth: Any, format_score: float) -> float | None:
+    return REWARDS["curate/countdown"].score(solution_str, ground_truth, {"format_score": format_score})
 
 
 def score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,

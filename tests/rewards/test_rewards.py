@@ -188,3 +188,18 @@ def test_real_labels_gsm8k_agree(shared_data):
             agree += (verdict == 1.0) == row[key]["is_correct"]
             total += 1
     assert agree / total >= 0.9
+
+
+def test_countdown_format_score_is_configurable_and_validated():
+    from curate.rewards.registry import countdown_reward_fn, score
+
+    truth = {"numbers": [6, 4, 3], "target": 30}
+    right, wrong, broken = "<answer> (6 + 4) * 3 </answer>", "<answer> 6 + 4 + 3 </answer>", "<answer> 6 + 4 </answer>"
+    tinyzero = countdown_reward_fn(0.1)  # TinyZero's format score
+    assert tinyzero([right, wrong, broken, "no tags"], [truth] * 4) == [1.0, 0.1, 0.0, 0.0]
+    assert countdown_reward_fn()([right, wrong], [truth] * 2) == [1.0, 0.0]  # default 0, as before
+    assert score("curate/countdown", wrong, truth) == 0.0
+    assert score("curate/countdown", wrong, truth, {"format_score": 0.1}) == 0.1  # a verl row can carry it
+    for bad in (-0.1, 1.0, "x"):
+        with pytest.raises(ValueError, match="format_score"):
+            countdown_reward_fn(bad)
