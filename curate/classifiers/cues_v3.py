@@ -79,6 +79,11 @@ CLOSE_BEFORE = AFTER_A_RESULT + r"\s*,?\s*(is|'s|’s|was|are|gets|gets\s+us)?\s
 
 COMPUTATION_NEXT = r"\s*,?\s*[\\$(\d]"
 
+# A number that is a target ends its clause or is followed by where it comes from, not by what it counts.
+NUMBER_AS_TARGET = (
+    r"\s*([.,;:!?)]|$|\s(from|with|out|using|by|and|so|then|first|in|as|since|because|which|if|or|—|-|–)\b)"
+)
+
 # cues_v2's cues that v3 changes, by their exact pattern.
 REVISED: dict[str, dict] = {
     # A gap stated as a verdict checks the result; it abandons nothing by itself.
@@ -98,8 +103,15 @@ REVISED: dict[str, dict] = {
     "from the conclusion|goal|target|desired": {"unless_before": r"\b(away|far|distance|off)"},
     "sufficient to|that show|prove|check|find|establish|verify": {"unless_before": CONCLUDES},
     "to find|compute|determine|maximize|minimize|prove|show|ensure": {"unless_then": UNFOLDS_DEFINITION},
+    # "we need to make 6 from 2 and 3" is a target; "I need to make 7 right moves" counts moves.
     "need|needs|want|wants to make|get|reach|produce|hit|obtain NUM": {
-        "unless_then": RESTATES_TASK, "unless_before": TASK_BEFORE
+        "unless_then": RESTATES_TASK, "unless_before": TASK_BEFORE, "then": NUMBER_AS_TARGET
+    },
+    # "I should have been clearer" apologises for the exposition; it revises no result.
+    "should have been": {"unless_then": r"\s*(more\s+)?(clearer|clear|careful|explicit|precise|specific)\b"},
+    # "No, this is not possible." answers the question asked (forum answers open so); "No, that's wrong" revises.
+    "no ,|. that|this|it 's|is|was|does|can not|n't|wrong": {
+        "unless_then": r"\s*(not\s+)?(possible|the case|necessarily|always|in general|known|quite|really)\b"
     },
     # "Let me recompute" re-derives to confirm; rethinking, revisiting and fixing stay backtracking.
     "let me|us|'s redo|rethink|reconsider|re-examine|reexamine|revisit|backtrack|retry|recompute|recalculate|correct|fix": {
