@@ -173,6 +173,9 @@ ADDED: tuple[Cue, ...] = (
     Cue(V, "this|that|it works|worked", then=r"\s*(out\s*)?([!.:;]|$|\s*[-—–]|\s*,\s*(since|because|as|so))"),
     Cue(V, "equals|equal|matches|match|hits|reaches|reached|gives|give|get|got|is|'s the|our target|goal"),
     Cue(V, "target reached|achieved|hit|met|found"),
+    Cue(V, "over|under by NUM", before=r"(\d|\)|\b(which|that|this|it|we|result|answer|sum|total))\s*"
+        r"(is|'s|’s|was|are|'re|’re)?\s*(still|now|just|only)?\s*", then=VERDICT_ENDS),
+    Cue(V, "exceeds|overshoots|undershoots|misses|passes the|our target|goal"),
     Cue(V, "let me|us|'s redo|recompute|recalculate|recount"),
     Cue(V, "re -? compute|calculate|evaluate|count|derive|add"),
     # --- backtracking: the attempt changes ---------------------------------------------------------------------
@@ -216,6 +219,10 @@ ADDED: tuple[Cue, ...] = (
     Cue(C, "if i|we can get|make|reach|obtain|form",
         then=r"[^.;?!]{1,120}?,\s*(then\b|(i|we)\s+(can|could|will|would|['’]ll)\b)"),
     Cue(C, "would need|have to be|equal|make|give NUM"),
+    # "The last operation must be a multiplication by 4", "the target 24 can be written as 3 * 8": the target taken
+    # apart into what must produce it.
+    Cue(C, "last|final operation|step must|should|has|would|could|will be|have"),
+    Cue(C, "can be written|expressed|made|obtained|factored as|from NUM", before=r"\b(target|goal)\b[^.;:?!]{0,30}?"),
     # Goal-to-requirement in proofs: "for f to be injective we need ...", "we must have a = b for equality".
     Cue(C, "to hold|exist|converge|vanish|work", before=FOR_X, then=THEN_REQUIRED),
     Cue(C, "to be true|possible|valid|satisfied|defined|positive|real|integral|finite|nonzero|injective|surjective|"

@@ -41,6 +41,8 @@ def present(labels):
         ("60 is close to 64 but not quite.", {V}),
         ("This works!", {V}),
         ("38 + 12 + 45 = 95, which is our target.", {V}),
+        ("We are over by 4.", {V}),
+        ("30 exceeds the target.", {V}),
         # Changes of attempt.
         ("Let me try again.", {B}),
         ("Let's try a different sequence of operations.", {B}),
@@ -55,6 +57,8 @@ def present(labels):
         ("We need 3 more.", {C}),
         ("So we must subtract 3.", {C}),
         ("If 4 comes last, the others must make 6.", {C}),
+        ("The last operation must be a multiplication by 4.", {C}),
+        ("The target 24 can be written as 3 * 8.", {C}),
         # Goal-to-requirement in proofs.
         ("For the inequality to hold, we need a > b.", {C}),
         ("It is enough to prove that f is injective.", {C}),
@@ -92,6 +96,8 @@ def test_families(v3, text, expected):
         "Consider another set S of primes.",
         "The oven is off by 18 degrees because 468 - 450 = 18.",
         "Since sqrt(20) is approximately 4.472, which is close to 4.5, the ceiling is 5.",
+        "12 can be written as 3 * 4.",
+        "The price went over by 5 dollars.",
     ],
 )
 def test_named_negatives(v3, text):
