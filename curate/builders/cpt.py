@@ -25,6 +25,7 @@ pool folder (OUT/.curate/pool) and the rewrite folder are kept while their input
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -57,9 +58,12 @@ PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"
 # Characters per token that no real tokenizer exceeds on prose or LaTeX: bounds the pool read from the corpus.
 MAX_CHARS_PER_TOKEN = 8
 LENGTH_EDGES = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-# none: stratified filling only. range: both pools first cut to their common length range. common: that range, and
-# both sets filled to the length profile both pools can supply (per-bin token shares min(enriched, minimized)).
-LENGTH_MATCH_MODES = ("common", "range", "none")
+# best (default): both sets at the full budget, their length profiles as alike as both pools allow (shared length
+# quantiles; what the pools do not share comes from the nearest strata); the residual KS is reported. strict: both
+# pools first cut to their common length range, both sets filled to the profile both can supply, and the build
+# refuses when that range holds too few tokens (`common` before). range: the cut only. none: stratified filling only.
+LENGTH_MATCH_MODES = ("best", "strict", "range", "none")
+LENGTH_MATCH_ALIASES = {"common": "strict"}
 
 POOL_SCHEMA = pa.schema(
     [
@@ -283,7 +287,30 @@ class MatchReport:
     length_match: str = "none"
     length_range: list[int] | None = None  # common token-length range both pools were cut to
     length_removed: dict[str, int] = field(default_factory=dict)  # candidates each pool lost to that range
-    length_weights: list[float] | None = None  # common: token share of each length bin, both sets
+    length_weights: list[float] | None = None  # strict: token share of each length bin, both sets
+    # best: per-bin token targets of each set, the KS of those targets (what the pools allow at this budget) and
+    # the tokens both pools hold in common strata
+    length_targets: dict[str, list[int]] | None = None
+    target_ks: float | None = None
+    shared_tokens: int | None = None
+    pool_tokens: dict[str, int] = field(default_factory=dict)  # tokens of each candidate pool the matching saw
+    pool_documents: dict[str, int] = field(default_factory=dict)
+    pool_used: dict[str, float] = field(default_factory=dict)  # share of each pool's tokens in its set
+    # documents per LENGTH_EDGES bucket: {"enriched_pool", "enriched", "minimized_pool", "minimized"}
+    length_histogram: dict[str, list[int]] = field(default_factory=dict)
+
+
+def length_match_mode(value: str) -> str:
+    """The mode's name (`common` is the old name of `strict`); a clear error for anything else."""
+    mode = LENGTH_MATCH_ALIASES.get(value, value)
+    if mode not in LENGTH_MATCH_MODES:
+        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {value!r}")
+    return mode
+
+
+def length_histogram(lengths: list[int]) -> list[int]:
+    """Documents per LENGTH_EDGES bucket (the last bucket is open)."""
+    return np.bincount(np.searchsorted(LENGTH_EDGES[1:], lengths, "right"), minlength=len(LENGTH_EDGES)).tolist()
 
 
 def ks_statistic(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> float:
@@ -365,6 +392,154 @@ def _common_weights(enriched: list[Candidate], minimized: list[Candidate], bins:
     return edges, (common / common.sum()).tolist()
 
 
+def shared_length_edges(a: list[int], b: list[int], bins: int) -> list[int]:
+    """Quantile edges of the two pools' lengths, each pool weighted equally (a pool five times larger does not set
+    the strata alone): strata both distributions are cut into."""
+    if bins <= 1 or not len(a) or not len(b):
+        return []
+    lengths = np.concatenate([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
+    weights = np.concatenate([np.full(len(a), 0.5 / len(a)), np.full(len(b), 0.5 / len(b))])
+    order = np.argsort(lengths, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    positions = np.searchsorted(cumulative, np.linspace(0, 1, bins + 1)[1:-1], "left")
+    return sorted({int(lengths[order][min(p, len(order) - 1)]) for p in positions})
+
+
+def _bin_mass(pool: list[Candidate], edges: list[int]) -> np.ndarray:
+    return np.bincount(np.searchsorted(edges, [c.n_tokens for c in pool], "right"),
+                       weights=[c.n_tokens for c in pool], minlength=len(edges) + 1).astype(float)
+
+
+def best_effort_targets(mass_e: np.ndarray, mass_m: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bin token targets for both sets at the full budget, as alike as the two pools allow.
+
+    Where both pools can supply the budget from the mass they share (per bin min(enriched, minimized)), both sets get
+    that shared profile scaled to the budget: identical targets. Otherwise both take all of the shared mass and each
+    fills the rest from its own surplus bins, placed by a linear program that minimises the largest gap between the
+    two cumulative token profiles (the KS statistic of the targets), then the summed gap: the rest comes from the
+    strata nearest the other set's."""
+    from scipy.optimize import linprog
+
+    shared = np.minimum(mass_e, mass_m)
+    if shared.sum() >= budget:
+        target = budget * shared / shared.sum()
+        return target, target.copy()
+    rest = budget - shared.sum()
+    surplus_e, surplus_m = mass_e - shared, mass_m - shared
+    n = len(shared)
+    # Variables: r_e (n), r_m (n), t, u (n - 1). Minimise t + small * sum(u), |cum(r_e - r_m)_k| <= u_k <= t.
+    small = 1e-3 / max(n, 1)
+    cost = np.concatenate([np.zeros(2 * n), [1.0], np.full(n - 1, small)])
+    rows, bounds_upper = [], []
+    for k in range(n - 1):
+        cum = np.concatenate([np.where(np.arange(n) <= k, 1.0, 0.0), np.where(np.arange(n) <= k, -1.0, 0.0)])
+        for sign in (1.0, -1.0):
+            row = np.zeros(len(cost))
+            row[: 2 * n] = sign * cum
+            row[2 * n + 1 + k] = -1.0
+            rows.append(row)
+            bounds_upper.append(0.0)
+        row = np.zeros(len(cost))
+        row[2 * n + 1 + k], row[2 * n] = 1.0, -1.0
+        rows.append(row)
+        bounds_upper.append(0.0)
+    equal = np.zeros((2, len(cost)))
+    equal[0, :n], equal[1, n: 2 * n] = 1.0, 1.0
+    bounds = [(0, s) for s in surplus_e] + [(0, s) for s in surplus_m] + [(0, None)] * n
+    solved = linprog(cost, A_ub=np.array(rows) if rows else None, b_ub=np.array(bounds_upper) if rows else None,
+                     A_eq=equal, b_eq=[rest, rest], bounds=bounds, method="highs")
+    if not solved.success:  # only when a pool holds less than the budget, which the caller checked
+        raise CPTError(f"cannot place the {rest:,.0f} tokens the two pools do not share: {solved.message}")
+    return shared + solved.x[:n], shared + solved.x[n: 2 * n]
+
+
+def _fill(pool: list[Candidate], key, targets: dict, high: float, chosen: dict | None = None) -> dict[str, Candidate]:
+    """Takes candidates in order while each brings its stratum closer to its target and the total stays below
+    `high`; `chosen` (kept) are already in."""
+    chosen = dict(chosen or {})
+    filled = dict.fromkeys(targets, 0.0)
+    for c in chosen.values():
+        if key(c) in filled:
+            filled[key(c)] += c.n_tokens
+    total = sum(c.n_tokens for c in chosen.values())
+    for c in pool:
+        k = key(c)
+        if c.id in chosen or k not in targets or targets[k] - filled[k] < c.n_tokens / 2 or total + c.n_tokens > high:
+            continue
+        chosen[c.id] = c
+        filled[k] += c.n_tokens
+        total += c.n_tokens
+    return chosen
+
+
+def token_profile_ks(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest gap between two per-bin token profiles' cumulative shares."""
+    return float(np.max(np.abs(np.cumsum(a) / a.sum() - np.cumsum(b) / b.sum()))) if a.sum() and b.sum() else 1.0
+
+
+def _match_best(enriched: list[Candidate], minimized: list[Candidate], budget: int, tolerance: float,
+                bins: int) -> tuple[list[Candidate], dict[str, Candidate], dict]:
+    """Best-effort length matching at the full budget (see `best_effort_targets`); both lists in seeded random order.
+    The enriched set is filled to its per-bin targets; the minimized set to its own, corrected by how far the
+    enriched fill landed from its targets (so shared strata follow the set actually drawn), and within a stratum
+    by the enriched set's domain mix. Both totals are then adjusted one document at a time."""
+    half = tolerance / 2
+    low, high = budget * (1 - half), budget * (1 + half)
+    for variant, pool in zip(VARIANTS, (enriched, minimized)):
+        held = sum(c.n_tokens for c in pool)
+        if held < low:
+            raise CPTError(f"the {variant} pool holds {held:,} tokens, fewer than --tokens {budget:,}: lower --tokens, "
+                           "--min-behaviors or --min-count, raise --oversample, or tag more of the corpus")
+    edges = shared_length_edges([c.n_tokens for c in enriched], [c.n_tokens for c in minimized], bins)
+    mass_e, mass_m = _bin_mass(enriched, edges), _bin_mass(minimized, edges)
+    target_e, target_m = best_effort_targets(mass_e, mass_m, budget)
+
+    def length_bin(c: Candidate) -> int:
+        return int(np.searchsorted(edges, c.n_tokens, "right"))
+
+    picked = _fill(enriched, length_bin, dict(enumerate(target_e)), high)
+    total_e = sum(c.n_tokens for c in picked.values())
+    if total_e < low:
+        total_e = _adjust(picked, enriched, total_e, budget, half * budget)
+    if abs(total_e - budget) > half * budget:
+        raise CPTError(f"cannot fill {budget:,} tokens within {100 * half:g} % from the enriched documents (reached "
+                       f"{total_e:,}): its documents are too long for this budget; raise --tokens or --tolerance")
+    order = {c.id: i for i, c in enumerate(enriched)}
+    chosen_e = sorted(picked.values(), key=lambda c: order[c.id])
+    drawn_e = _bin_mass(chosen_e, edges)
+    # Shared strata follow what the enriched set actually holds there, within what the minimized pool has.
+    goal_m = np.clip(target_m + np.where(target_m > 0, drawn_e - target_e, 0.0), 0.0, mass_m)
+    domain_mass: dict[tuple, float] = {}
+    for c in chosen_e:
+        domain_mass[(c.domain or "", length_bin(c))] = domain_mass.get((c.domain or "", length_bin(c)), 0) + c.n_tokens
+    targets: dict[tuple, float] = {}
+    for (d, b), mass in domain_mass.items():
+        targets[(d, b)] = goal_m[b] * mass / drawn_e[b]
+    for b, goal in enumerate(goal_m):
+        if drawn_e[b] == 0 and goal > 0:
+            targets[("*", b)] = goal
+    by_domain = {b for (_, b) in domain_mass}
+
+    def stratum(c: Candidate) -> tuple:
+        b = length_bin(c)
+        return ((c.domain or "") if b in by_domain else "*", b)
+
+    chosen_m = _fill(minimized, stratum, targets, total_e * (1 + half))
+    # A domain the minimized pool lacks: the stratum's deficit is filled from the same length bin in other domains.
+    chosen_m = _fill(minimized, length_bin, dict(enumerate(goal_m)), total_e * (1 + half), chosen_m)
+    short = [f"{d if d != '*' else '-'} / length bin {b}" for (d, b), t in targets.items()
+             if sum(c.n_tokens for c in chosen_m.values() if stratum(c) == (d, b)) < t * (1 - tolerance)]
+    total_m = _adjust(chosen_m, minimized, sum(c.n_tokens for c in chosen_m.values()), total_e, half * total_e)
+    if abs(total_e - total_m) > half * total_e:
+        raise CPTError(f"cannot match {total_e:,} enriched tokens with the minimized pool (reached {total_m:,}; "
+                       f"{len(minimized):,} candidates): its documents are too long for the tolerance; raise --tolerance")
+    details = {"edges": edges, "strata": len(targets), "short": short,
+               "target_ks": token_profile_ks(target_e, target_m),
+               "shared_tokens": int(np.minimum(mass_e, mass_m).sum()),
+               "targets": {"enriched": [round(float(t)) for t in target_e], "minimized": [round(float(t)) for t in target_m]}}
+    return chosen_e, chosen_m, details
+
+
 def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: int, tolerance: float = 0.01,
                 length_bins: int = 10, length_match: str = "none",
                 length_trim: float = 0.0) -> tuple[list[str], list[str], MatchReport]:
@@ -375,15 +550,28 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
 
     length_match 'range' first cuts both pools to their common token-length range (`length_trim` quantiles off
     each end of each pool, then intersected): stratified filling cannot match lengths one pool does not have.
-    'common' also fills the enriched set bin by bin to the token shares both pools can supply (see
-    `_common_weights`), so the minimized set is not asked for lengths that are rare in its pool."""
+    'strict' also fills the enriched set bin by bin to the token shares both pools can supply (see
+    `_common_weights`), so the minimized set is not asked for lengths that are rare in its pool; it refuses when the
+    common range holds too few tokens. 'best' never cuts: see `_match_best`."""
     if not 0 < tolerance < 0.5:
         raise CPTError("--tolerance must be between 0 and 0.5")
-    if length_match not in LENGTH_MATCH_MODES:
-        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {length_match!r}")
+    length_match = length_match_mode(length_match)
+    if length_match == "best":
+        chosen_e, chosen_m, best = _match_best(enriched, minimized, budget, tolerance, length_bins)
+        ids_m = [c.id for c in minimized if c.id in chosen_m]
+        lengths_m = [chosen_m[i].n_tokens for i in ids_m]
+        report = MatchReport(
+            budget=budget, tolerance=tolerance, enriched_tokens=sum(c.n_tokens for c in chosen_e),
+            minimized_tokens=sum(lengths_m), enriched_documents=len(chosen_e), minimized_documents=len(ids_m),
+            ks_statistic=ks_statistic([c.n_tokens for c in chosen_e], lengths_m), length_edges=best["edges"],
+            strata=best["strata"], strata_short=best["short"], length_match=length_match,
+            length_targets=best["targets"], target_ks=best["target_ks"], shared_tokens=best["shared_tokens"])
+        _pool_figures(report, enriched, minimized, [c.n_tokens for c in chosen_e], lengths_m)
+        return [c.id for c in chosen_e], ids_m, report
     half = tolerance / 2
     low, high = budget * (1 - half), budget * (1 + half)
     length_range, removed, weights = None, {}, None
+    all_enriched, all_minimized = enriched, minimized
     if length_match != "none":
         length_range = common_length_range([c.n_tokens for c in enriched], [c.n_tokens for c in minimized], length_trim)
         if length_range is None:
@@ -394,7 +582,7 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
         removed = {"enriched": len(enriched) - len(kept["enriched"]), "minimized": len(minimized) - len(kept["minimized"])}
         enriched, minimized = kept["enriched"], kept["minimized"]
     targets = None
-    if length_match == "common":
+    if length_match == "strict":
         weight_edges, weights = _common_weights(enriched, minimized, length_bins)
         targets = [budget * w for w in weights]
         filled_bins = [0] * len(targets)
@@ -420,7 +608,8 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
                  "candidates outside it)" if length_range else "")
         raise CPTError(f"the enriched pool holds {available:,} tokens{where}, fewer than --tokens {budget:,}: lower --tokens, "
                        "--min-behaviors or --min-count, or tag more of the corpus"
-                       + (", or raise --oversample or use --length-match none" if length_range else ""))
+                       + (", or raise --oversample, or use --length-match best (the default: it matches the lengths as "
+                          "closely as both pools allow at the full budget)" if length_range else ""))
     if total_e < low:
         picked = {c.id: c for c in chosen_e}
         total_e = _adjust(picked, enriched, total_e, budget, half * budget)
@@ -461,7 +650,7 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
     if abs(total_e - total_m) > half * total_e:
         raise CPTError(f"cannot match {total_e:,} enriched tokens with the minimized pool (reached {total_m:,}; "
                        f"{len(minimized):,} candidates): the minimized pool is too small or its documents too long "
-                       "for the tolerance" + (" inside the common length range; try --length-match none"
+                       "for the tolerance" + (" inside the common length range; try --length-match best"
                                               if length_range else ""))
     order = {c.id: i for i, c in enumerate(minimized)}
     ids_m = sorted(chosen_m, key=order.__getitem__)
@@ -472,7 +661,19 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
         length_edges=edges, strata=len(target), strata_short=short, length_match=length_match,
         length_range=list(length_range) if length_range else None, length_removed=removed, length_weights=weights,
     )
+    _pool_figures(report, all_enriched, all_minimized, [c.n_tokens for c in chosen_e], [chosen_m[i].n_tokens for i in ids_m])
     return [c.id for c in chosen_e], ids_m, report
+
+
+def _pool_figures(report: MatchReport, enriched: list[Candidate], minimized: list[Candidate], lengths_e: list[int],
+                  lengths_m: list[int]) -> None:
+    """Pool sizes, the share of each pool's tokens its set uses, and the length histograms of pools and sets."""
+    for variant, pool, lengths in (("enriched", enriched, lengths_e), ("minimized", minimized, lengths_m)):
+        held = sum(c.n_tokens for c in pool)
+        report.pool_tokens[variant], report.pool_documents[variant] = held, len(pool)
+        report.pool_used[variant] = sum(lengths) / held if held else 0.0
+        report.length_histogram[f"{variant}_pool"] = length_histogram([c.n_tokens for c in pool])
+        report.length_histogram[variant] = length_histogram(lengths)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -932,6 +1133,12 @@ def _length_matching_row(parameters: dict, report: MatchReport) -> str:
               f"(`{parameters.get('domain_column') or parameters.get('domain_key') or 'none'}`)")
     if mode == "none":
         return f"| length matching | `none`: {strata} |"
+    if mode == "best":
+        return (f"| length matching | `best`: both sets at the full budget, filled per length stratum (shared length "
+                f"quantiles of both pools, {report.length_edges} tokens) to token targets as alike as both pools allow; "
+                f"the two pools share {report.shared_tokens or 0:,} tokens stratum by stratum, the rest comes from the "
+                f"strata nearest the other set's (KS of the targets {report.target_ks or 0:.4f}); minimized strata follow "
+                f"the enriched domain mix (`{parameters.get('domain_column') or parameters.get('domain_key') or 'none'}`) |")
     chars = parameters["pools"].get("length_range_chars")
     removed = parameters.get("length_removed") or {}
     text = (f"| length matching | `{mode}`: both pools cut to their common length range "
@@ -940,7 +1147,7 @@ def _length_matching_row(parameters: dict, report: MatchReport) -> str:
     text += (f"then {report.length_range[0]:,}-{report.length_range[1]:,} tokens), "
              if report.length_range else "no token range), ")
     text += f"{removed.get('enriched', 0):,} enriched and {removed.get('minimized', 0):,} minimized candidates removed; "
-    if mode == "common" and report.length_weights:
+    if mode == "strict" and report.length_weights:
         text += "both sets filled to the per-bin token shares both pools can supply " \
                 f"({', '.join(f'{w:.2f}' for w in report.length_weights)}); "
     return text + strata + " |"
@@ -1010,7 +1217,25 @@ def _matching_table(parameters: dict, report: MatchReport) -> str:
          f"{pools.get('minimized', 0):,} / {pools.get('neither', 0):,} / {pools.get('ambiguous_ids', 0):,} |"),
         (f"| enriched / minimized | {report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens / "
          f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens |"),
+        *([(f"| share of each pool used (tokens of the set / tokens of the candidates matched from) | enriched "
+            f"{100 * report.pool_used['enriched']:.1f} % of {report.pool_tokens['enriched']:,} tokens "
+            f"({report.pool_documents['enriched']:,} documents) / minimized {100 * report.pool_used['minimized']:.1f} % "
+            f"of {report.pool_tokens['minimized']:,} tokens ({report.pool_documents['minimized']:,} documents) |")]
+          if report.pool_used else []),
     ])
+
+
+def length_histogram_table(report: MatchReport) -> str:
+    """Documents per length bucket in both candidate pools and both sets: where the sets follow the pools and where
+    the matching had to leave them."""
+    columns = ("enriched_pool", "enriched", "minimized_pool", "minimized")
+    if not all(c in report.length_histogram for c in columns):
+        return "(not recorded)"
+    labels = [f"{lo}-{hi - 1}" for lo, hi in itertools.pairwise(LENGTH_EDGES)] + [f">={LENGTH_EDGES[-1]}"]
+    rows = [f"| {label} | " + " | ".join(f"{report.length_histogram[c][i]:,}" for c in columns) + " |"
+            for i, label in enumerate(labels) if any(report.length_histogram[c][i] for c in columns)]
+    return ("Documents per token-length bucket:\n\n| tokens per document | enriched pool | enriched set | minimized pool | "
+            "minimized set |\n|---|---|---|---|---|\n" + "\n".join(rows))
 
 
 def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchReport, tags: Path,
@@ -1066,6 +1291,7 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
         command=parameters["command"],
         sections=[
             ("Matching", _matching_table(parameters, report)),
+            ("Length histograms, pools and sets", length_histogram_table(report)),
             ("Length distribution", "| tokens per document | documents | tokens |\n|---|---|---|\n"
              + "\n".join(f"| {b} | {n:,} | {t:,} |" for b, n, t in histogram)),
             ("Domain mix", "| domain | documents | tokens |\n|---|---|---|\n"
@@ -1078,7 +1304,9 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
         fields=CPT_FIELDS,
         load=CPT_LOAD,
         limitations="Counts come from an automatic classifier and carry its errors. Length matching is by strata, so the "
-                    "two distributions agree up to the KS statistic above, not exactly. With `common` or `range` length "
+                    "two distributions agree up to the KS statistic above, not exactly. With `best` (the default), "
+                    "where the two pools share too little length mass for the budget the sets differ in length by up to "
+                    "that KS statistic; it is reported, not hidden. With `strict` or `range` length "
                     "matching, documents outside the two pools' common length range (counted above) are in neither set: "
                     "the enriched set then under-represents the longest behavior-rich documents, by design, so that "
                     "length does not confound the comparison.",
@@ -1151,7 +1379,7 @@ def run_cpt(
     length_bins: int = 10,
     domain_key: str | None = None,
     oversample: float = 2.0,
-    length_match: str = "common",
+    length_match: str = "best",
     length_trim: float = 0.025,
     dedup: bool = False,
     decontam: str | None = None,
@@ -1174,8 +1402,7 @@ def run_cpt(
     load_tokenizer(tokenizer)  # a wrong path fails here, not inside a worker
     if oversample < 1:
         raise CPTError("--oversample must be at least 1")
-    if length_match not in LENGTH_MATCH_MODES:
-        raise CPTError(f"--length-match must be one of {', '.join(LENGTH_MATCH_MODES)}, not {length_match!r}")
+    length_match = length_match_mode(length_match)
     if not 0 <= length_trim < 0.5:
         raise CPTError("--length-trim must be at least 0 and below 0.5")
     state = output / STATE
@@ -1186,7 +1413,7 @@ def run_cpt(
 
     # Absolute: Ray and Slurm workers need not share this process's working directory.
     pool_dir = state.resolve() / "pool"
-    trim = length_trim if length_match != "none" else None
+    trim = length_trim if length_match in ("strict", "range") else None
     files = tag_files(tags)
     tag_rejects = tags / "rejects"
     resumed = resumable_stage(pool_dir, {

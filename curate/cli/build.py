@@ -439,9 +439,11 @@ def cpt(
     seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
     tolerance: Annotated[float, typer.Option(help="Allowed relative gap of each token total to the budget.")] = 0.01,
     length_bins: Annotated[int, typer.Option(help="Length strata for matching the two length distributions.", min=1)] = 10,
-    length_match: Annotated[str, typer.Option(help="common: cut both pools to their common length range and fill both "
-                                              "to the length profile both can supply; range: the cut only; none: "
-                                              "stratified filling only.")] = "common",
+    length_match: Annotated[str, typer.Option(help="best: both sets at the full budget, lengths matched as closely as "
+                                              "both pools allow (residual KS and pool use on the card); strict: cut "
+                                              "both pools to their common length range and refuse when it holds too "
+                                              "few tokens (old name: common); range: the cut only; none: stratified "
+                                              "filling only.")] = "best",
     length_trim: Annotated[float, typer.Option(help="Quantile trimmed off each end of each pool before the common "
                                                "length range is taken.", min=0.0, max=0.49)] = 0.025,
     oversample: Annotated[float, typer.Option(help="Candidates read into each pool, as a multiple of the budget (at the "
@@ -522,7 +524,13 @@ def cpt(
         ("length KS statistic", f"{report.ks_statistic:.4f}"),
         ("candidates", f"{result.pools.get('enriched', 0):,} enriched / {result.pools.get('minimized', 0):,} minimized"),
     ]
-    if report.length_match != "none":
+    if report.pool_used:
+        rows.append(("pool used", (f"enriched {100 * report.pool_used['enriched']:.1f} % / minimized "
+                                   f"{100 * report.pool_used['minimized']:.1f} % of the candidate tokens")))
+    if report.length_match == "best":
+        rows.append(("length match (best)", (f"pools share {report.shared_tokens or 0:,} tokens by stratum; "
+                                             f"KS of the targets {report.target_ks or 0:.4f}")))
+    elif report.length_match != "none":
         from curate.builders.cpt import length_removed
 
         removed = length_removed(result.pools, report)

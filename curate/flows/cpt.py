@@ -33,7 +33,7 @@ class CPTParameters(BaseModel):
     seed: int = 0
     tolerance: float = Field(0.01, gt=0, lt=0.5)
     length_bins: int = Field(10, ge=1)
-    length_match: str = "common"
+    length_match: str = "best"
     length_trim: float = Field(0.025, ge=0, lt=0.5)
     domain_key: str | None = None
     oversample: float = Field(2.0, ge=1)
@@ -64,11 +64,11 @@ class CPTParameters(BaseModel):
     @field_validator("length_match")
     @classmethod
     def _mode(cls, value: str) -> str:
-        from curate.builders.cpt import LENGTH_MATCH_MODES
+        from curate.builders.cpt import LENGTH_MATCH_ALIASES, LENGTH_MATCH_MODES
 
-        if value not in LENGTH_MATCH_MODES:
+        if LENGTH_MATCH_ALIASES.get(value, value) not in LENGTH_MATCH_MODES:
             raise ValueError(f"length_match must be one of {', '.join(LENGTH_MATCH_MODES)}")
-        return value
+        return LENGTH_MATCH_ALIASES.get(value, value)
 
     @field_validator("pack_format")
     @classmethod

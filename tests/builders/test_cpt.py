@@ -18,6 +18,8 @@ from curate.builders.cpt import (
     CPTSelection,
     RewriteOptions,
     RewriteParseError,
+    best_effort_targets,
+    ks_statistic,
     load_packed_tokens,
     load_tokenizer,
     match_pools,
@@ -28,8 +30,7 @@ from curate.builders.cpt import (
 )
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
-from tests.support.shared import assert_family_card
-from tests.support.shared import HAS_SERVE
+from tests.support.shared import HAS_SERVE, assert_family_card
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "curate" / "sample_data" / "corpus" / "*.jsonl")
@@ -138,25 +139,79 @@ def test_common_length_range_lowers_ks_when_pools_barely_overlap():
     minimized = [Candidate(f"m{i}", int(rng.lognormvariate(5.0, 0.6)) + 10, None) for i in range(4000)]
     lengths = {c.id: c.n_tokens for c in enriched + minimized}
     reports = {}
-    for mode in ("none", "range", "common"):
+    for mode in ("none", "range", "strict", "best"):
         ids_e, ids_m, report = match_pools(enriched, minimized, 150_000, tolerance=0.01, length_match=mode, length_trim=0.025)
         # Each set within the 1 % tolerance of the budget (enriched within half of it) and of the other.
         assert abs(report.enriched_tokens - 150_000) <= 750 and abs(report.minimized_tokens - 150_000) <= 1500
         assert abs(report.enriched_tokens - report.minimized_tokens) <= 0.005 * report.enriched_tokens
         assert not set(ids_e) & set(ids_m)
         reports[mode] = report
-        if mode != "none":
+        if mode in ("range", "strict"):
             low, high = report.length_range
             assert all(low <= lengths[i] <= high for i in ids_e + ids_m)
             outside = {v: sum(not low <= c.n_tokens <= high for c in pool) for v, pool in (("enriched", enriched), ("minimized", minimized))}
             assert report.length_removed == outside and min(outside.values()) > 0
     assert reports["none"].ks_statistic > 0.3 and reports["none"].length_removed == {}
     assert reports["range"].ks_statistic < reports["none"].ks_statistic / 2
-    assert reports["common"].ks_statistic < 0.1 and abs(sum(reports["common"].length_weights) - 1) < 1e-9
+    assert reports["strict"].ks_statistic < 0.1 and abs(sum(reports["strict"].length_weights) - 1) < 1e-9
+    # best cuts nothing: every length stays eligible, and it still brings the distributions together.
+    assert reports["best"].length_range is None and reports["best"].ks_statistic < reports["none"].ks_statistic / 2
     with pytest.raises(CPTError, match="length-match"):
         match_pools(enriched, minimized, 150_000, length_match="exact")
-    with pytest.raises(CPTError, match="share no token-length range"):
-        match_pools([Candidate("e", 5000, None)] * 50, [Candidate("m", 50, None)] * 50, 1000, length_match="common")
+    for strict in ("strict", "common"):  # `common` is the old name of `strict`
+        with pytest.raises(CPTError, match="share no token-length range"):
+            match_pools([Candidate("e", 5000, None)] * 50, [Candidate("m", 50, None)] * 50, 1000, length_match=strict)
+
+
+def test_best_effort_targets_share_what_both_pools_hold_and_place_the_rest_nearest():
+    # The pools share nothing: each set's tokens come from its own bins nearest the other's.
+    target_e, target_m = best_effort_targets(np.array([0.0, 0, 10, 10]), np.array([10.0, 10, 0, 0]), 10)
+    assert np.allclose(target_e, [0, 0, 10, 0]) and np.allclose(target_m, [0, 10, 0, 0])
+    # They share 6 of the 10: identical there, the other 4 from the nearest surplus of each.
+    target_e, target_m = best_effort_targets(np.array([0.0, 3, 3, 50]), np.array([40.0, 3, 3, 0]), 10)
+    assert np.allclose(target_e, [0, 3, 3, 4]) and np.allclose(target_m, [4, 3, 3, 0])
+    # Enough shared mass: one profile for both, the shared one scaled to the budget.
+    target_e, target_m = best_effort_targets(np.array([5.0, 20, 20]), np.array([30.0, 20, 10]), 20)
+    assert np.allclose(target_e, target_m) and np.allclose(target_e, [20 * 5 / 35, 20 * 20 / 35, 20 * 10 / 35])
+
+
+def _first_rows(pool: list[Candidate], budget: int) -> list[int]:
+    taken, total = [], 0
+    for c in pool:
+        if total >= budget:
+            break
+        taken.append(c.n_tokens)
+        total += c.n_tokens
+    return taken
+
+
+def test_best_effort_matching_hits_the_budget_where_the_common_range_cannot():
+    rng = random.Random(3)
+    # Long behavior-rich traces, short behavior-poor answers: the common range holds too little for the budget.
+    enriched = [Candidate(f"e{i}", int(rng.lognormvariate(6.6, 0.8)) + 10, None) for i in range(1200)]
+    minimized = [Candidate(f"m{i}", int(rng.lognormvariate(5.0, 0.9)) + 10, None) for i in range(6000)]
+    lengths = {c.id: c.n_tokens for c in enriched + minimized}
+    held = {"enriched": sum(c.n_tokens for c in enriched), "minimized": sum(c.n_tokens for c in minimized)}
+    with pytest.raises(CPTError, match="inside the common length range"):
+        match_pools(enriched, minimized, 400_000, length_match="strict", length_trim=0.025)
+    for budget in (400_000, 800_000):
+        ids_e, ids_m, report = match_pools(enriched, minimized, budget, length_match="best")
+        total_e, total_m = sum(lengths[i] for i in ids_e), sum(lengths[i] for i in ids_m)
+        assert abs(total_e - budget) <= budget / 100 and abs(total_m - budget) <= budget / 100
+        assert not set(ids_e) & set(ids_m) and len(set(ids_m)) == len(ids_m)
+        assert (report.enriched_tokens, report.minimized_tokens) == (total_e, total_m)
+        unmatched = ks_statistic(_first_rows(enriched, budget), _first_rows(minimized, budget))
+        assert report.ks_statistic == pytest.approx(ks_statistic([lengths[i] for i in ids_e], [lengths[i] for i in ids_m]))
+        assert report.pool_tokens == held
+        assert report.pool_used == pytest.approx({"enriched": total_e / held["enriched"], "minimized": total_m / held["minimized"]})
+        assert sum(report.length_histogram["minimized"]) == len(ids_m)
+        assert sum(report.length_histogram["enriched_pool"]) == len(enriched)
+        if budget == 400_000:  # the pools share enough length mass: one target profile for both
+            assert report.shared_tokens >= budget and report.target_ks == 0 and report.ks_statistic < 0.08
+            assert report.ks_statistic < unmatched / 3
+        else:  # they do not: the rest is placed as close as it goes, and the residual is reported
+            assert report.shared_tokens < budget and report.target_ks > 0
+            assert report.ks_statistic < unmatched
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -279,18 +334,94 @@ def test_cpt_on_shared_data(shared_data, tiny_model, tmp_path):
     assert wait > 0.2  # backtracking-rich traces dominate the enriched set
     with pytest.raises(CPTError, match="inside the common length range"):
         run_cpt(tags, InputSpec(str(corpus)), "40k", tiny_model, tmp_path / "big", CPTSelection(min_behaviors=2),
-                tolerance=0.02, export=False, progress=False)
+                tolerance=0.02, export=False, progress=False, length_match="strict")
 
     # Long traces vs short answers: the common length range is what brings the two length distributions together.
     reports = {mode: run_cpt(tags, InputSpec(str(corpus)), "20k", tiny_model, tmp_path / mode, CPTSelection(),
                              tolerance=0.02, export=False, progress=False, length_match=mode).report
-               for mode in ("none", "common")}
-    common = reports["common"]
+               for mode in ("none", "strict")}
+    common = reports["strict"]
     assert abs(common.enriched_tokens - 20_000) <= 200 and abs(common.minimized_tokens - 20_000) <= 400
-    assert not set(_ids(tmp_path / "common" / "enriched")) & set(_ids(tmp_path / "common" / "minimized"))
+    assert not set(_ids(tmp_path / "strict" / "enriched")) & set(_ids(tmp_path / "strict" / "minimized"))
     assert common.ks_statistic < reports["none"].ks_statistic / 2
-    card = (tmp_path / "common" / "enriched" / "README.md").read_text()
-    summary = json.loads((tmp_path / "common" / ".curate" / "cpt.json").read_text())
+    card = (tmp_path / "strict" / "enriched" / "README.md").read_text()
+    summary = json.loads((tmp_path / "strict" / ".curate" / "cpt.json").read_text())
     removed = summary["parameters"]["length_removed"]
     assert removed["enriched"] > 0 and removed["minimized"] > 0
     assert f"{removed['enriched']:,} enriched and {removed['minimized']:,} minimized candidates removed" in card
+
+
+@pytest.fixture(scope="module")
+def qwen_tokenizer(tmp_path_factory):
+    from tests.support.qwen_vocab import make_qwen_tokenizer
+
+    return str(make_qwen_tokenizer(tmp_path_factory.mktemp("qwen") / "tokenizer"))
+
+
+def _tag_rows(tags: Path) -> dict[str, dict]:
+    """The attribute rows as the tagger wrote them, read with pyarrow (not through the cpt query)."""
+    rows = [r for f in sorted(tags.glob("*attributes*.parquet")) for r in pq.read_table(f).to_pylist()]
+    by_id = {r["id"]: r for r in rows}
+    assert len(by_id) == len(rows)
+    return by_id
+
+
+def test_best_effort_default_on_real_mix_where_the_common_range_fails(shared_data, qwen_tokenizer, tmp_path):
+    from scipy.stats import ks_2samp
+
+    from tests.support.qwen_vocab import qwen_reference_counts
+    from tests.support.real_mix import write_real_mix
+
+    corpus = tmp_path / "mix.jsonl"
+    genres = write_real_mix(shared_data, corpus, max_bytes=250_000)  # ~1.7 MB: traces, SE, GSM8K, MATH, PRM800K, AQuA
+    assert len(genres) == 7
+    tags = run_tagging(InputSpec(str(corpus)), tmp_path / "tags", "cues", progress=False).tags_dir
+    budget = 90_000
+    # The length range both pools share holds too few behavior-rich tokens for the budget: strict refuses.
+    with pytest.raises(CPTError, match="inside the common length range"):
+        run_cpt(tags, InputSpec(str(corpus)), budget, qwen_tokenizer, tmp_path / "strict", export=False, progress=False,
+                length_match="strict")
+    out = tmp_path / "best"
+    report = run_cpt(tags, InputSpec(str(corpus)), budget, qwen_tokenizer, out, domain_key="domain", export=False,
+                     progress=False).report  # the default
+    assert report.length_match == "best" and min(report.pool_tokens.values()) > 2 * budget
+    sets = {v: pq.read_table(out / v / "data").to_pylist() for v in ("enriched", "minimized")}
+    for variant, rows in sets.items():
+        # Tokens re-counted by the package's own tiktoken encoder, not the transformers tokenizer the build used.
+        counts = qwen_reference_counts([r["text"] for r in rows])
+        assert counts == [r["n_tokens"] for r in rows]
+        assert abs(sum(counts) - budget) <= budget / 100, variant
+        assert len({r["id"] for r in rows}) == len(rows)
+    assert not {r["id"] for r in sets["enriched"]} & {r["id"] for r in sets["minimized"]}
+    behaviors = ("verification", "backtracking", "subgoal_setting", "backward_chaining")
+    tagged = _tag_rows(tags)
+    for row in sets["enriched"]:
+        tag = tagged[row["id"]]
+        assert tag["error"] is None and all(tag[b] is not None for b in behaviors) and any(tag[b] >= 1 for b in behaviors)
+    assert all(tagged[r["id"]]["error"] is None and all(tagged[r["id"]][b] == 0 for b in behaviors)
+               for r in sets["minimized"])
+    lengths = {v: [r["n_tokens"] for r in rows] for v, rows in sets.items()}
+    assert report.ks_statistic == pytest.approx(ks_2samp(lengths["enriched"], lengths["minimized"]).statistic)
+    # Against the way the reference pipeline drew (first rows of each pool until the budget, no matching).
+    pool = pq.read_table(out / ".curate" / "pool" / "data").to_pylist()
+    first = {}
+    for variant in ("enriched", "minimized"):
+        taken, total = [], 0
+        for r in sorted((r for r in pool if r["pool"] == variant), key=lambda r: r["id"]):
+            if total >= budget:
+                break
+            taken.append(r["n_tokens"])
+            total += r["n_tokens"]
+        first[variant] = taken
+        held = sum(r["n_tokens"] for r in pool if r["pool"] == variant)
+        assert report.pool_tokens[variant] == held
+        assert report.pool_used[variant] == pytest.approx(sum(lengths[variant]) / held)
+    assert report.ks_statistic < ks_2samp(first["enriched"], first["minimized"]).statistic / 2
+    card = (out / "enriched" / "README.md").read_text()
+    assert f"enriched {100 * report.pool_used['enriched']:.1f} % of {report.pool_tokens['enriched']:,} tokens" in card
+    assert f"| two-sample KS statistic (token lengths, enriched vs minimized) | {report.ks_statistic:.4f} |" in card
+    histogram = card.split("## Length histograms, pools and sets")[1].split("\n## ")[0]
+    table = [line.split("|")[2:6] for line in histogram.splitlines() if line.startswith("| ") and line[2].isdigit()
+             or line.startswith("| >=")]
+    assert [sum(int(row[i].strip().replace(",", "")) for row in table) for i in range(4)] == [
+        report.pool_documents["enriched"], len(sets["enriched"]), report.pool_documents["minimized"], len(sets["minimized"])]
