@@ -129,61 +129,147 @@ def reward_path() -> None:
 
 @app.command("audit-verifier")
 def audit_verifier(
-    pairs: Annotated[Path, typer.Option(help="JSON lines {id, gold, candidate, equivalent[, type]}.")],
-    reward: Annotated[str, typer.Option(help="Registered reward (data_source or short name).")] = "math",
+    pairs: Annotated[Optional[list[Path]], typer.Option(help="Labeled pairs, jsonl or parquet (repeatable): the hand-built "
+                     "{id, gold, candidate, equivalent} file, GSM8K example_model_solutions.jsonl, Sky-T1 traces, a "
+                     "PRM800K stepwise-critic parquet, or any table (see --pairs-format).")] = None,
+    pairs_format: Annotated[str, typer.Option(help="auto | pairs | table | gsm8k | skythought | prm800k.")] = "auto",
+    response_key: Annotated[str, typer.Option(help="table: the column holding the model response.")] = "response",
+    gold_key: Annotated[str, typer.Option(help="table: the column holding the gold answer.")] = "gold",
+    label_key: Annotated[str, typer.Option(help="table: the reference correctness label (true/false, 1/0).")] = "label",
+    id_key: Annotated[Optional[str], typer.Option(help="table: the id column (default: FILE/LINE).")] = None,
+    group_key: Annotated[Optional[str], typer.Option(help="table: responses to one problem share it; the bootstrap "
+                         "resamples groups.")] = None,
+    reward: Annotated[Optional[list[str]], typer.Option(help="Registered reward (data_source or short name); repeat to "
+                      "compare several side by side (math, mathverify-plain, boxed-exact, last-number).")] = None,
+    by_behavior: Annotated[Optional[str], typer.Option("--by-behavior", help="Classifier that tags each response "
+                           "(cues, llm, distilled:DIR, a versioned name): precision/recall with and without each "
+                           "behavior.")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="Write every figure as JSON (by_behavior, by_length, per reward).")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Recall with/without per behavior and by length quartile, PNG "
+                    "(default: next to --report).")] = None,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95 % intervals.", min=100)] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     verdicts: Annotated[Optional[Path], typer.Option(help="Write each pair's verdict (id, verdict true/false/null).")] = None,
     threads: Annotated[int, typer.Option(help="Pairs scored at the same time.", min=1)] = 4,
     show: Annotated[int, typer.Option(help="Slowest cases and wrong verdicts to list.", min=0)] = 10,
 ) -> None:
-    """Measure a reward's precision and recall on labeled answer pairs; warn when recall < 0.95.
+    """Measure rewards' precision and recall on labeled pairs, overall, per answer type, by response length and,
+    with --by-behavior, with and without each behavior (bootstrap 95 % intervals); warn when recall < 0.95.
 
     Examples:
 
         curate audit-verifier --pairs tests/verifier_pairs/pairs.jsonl
 
-        curate audit-verifier --pairs my_pairs.jsonl --reward curate/multihop --verdicts verdicts.jsonl
+        curate audit-verifier --pairs ../shared/data/gsm8k/example_model_solutions.jsonl --by-behavior cues \\
+            --reward math --reward last-number --report audits/gsm8k.json
+
+        curate audit-verifier --pairs ../shared/data/longcot_skythought/sky-t1-math-correct-5K-27B_math500.jsonl \\
+            --by-behavior cues --reward math --reward mathverify-plain --reward boxed-exact --report audits/sky.json
+
+        curate audit-verifier --pairs mine.parquet --pairs-format table --response-key output --gold-key answer \\
+            --label-key correct --group-key problem_id --reward curate/multihop --verdicts verdicts.jsonl
     """
-    from curate.handoff.verifier_audit import RECALL_FLOOR, read_pairs, run_audit, write_verdicts
+    import json
+
+    from curate.handoff.behavior_audit import plot_report, run_stratified_audit, write_report
+    from curate.handoff.pair_sources import Columns, read_pair_source
+    from curate.handoff.verifier_audit import RECALL_FLOOR, write_verdicts
     from curate.rewards import get_reward
 
-    if not pairs.is_file():
-        fail(f"{pairs} does not exist")
-    get_reward(reward)
-    labeled, rejects = read_pairs(pairs)
-    for reject in rejects:
-        console.print(f"[yellow]skipped line {reject['line']}: {reject['reason']}[/]")
-    if not labeled:
-        fail(f"no valid pairs in {pairs}")
-    result = run_audit(labeled, reward=reward, threads=threads)
+    if not pairs:
+        fail("give --pairs FILE (jsonl or parquet; repeat for several files)")
+    rewards = [get_reward(r).data_source for r in reward or ["math"]]
+    if by_behavior:
+        from curate.classifiers import get_classifier
+
+        get_classifier(by_behavior)  # an unknown classifier fails now, with the list
+    pair_set = read_pair_source(pairs, pairs_format, Columns(response_key, gold_key, label_key, id_key, group_key))
+    for reject in pair_set.rejects[:show]:
+        console.print(f"[yellow]skipped {reject.get('source', '')}:{reject.get('line', '')}: {reject['reason']}[/]")
+    if len(pair_set.rejects) > show:
+        console.print(f"[yellow]… {len(pair_set.rejects) - show:,} more rejected rows[/]")
+    if not pair_set.pairs:
+        fail(f"no valid pairs in {', '.join(map(str, pairs))}")
+    source = {"format": pair_set.format, "label_source": pair_set.label_source, "paths": pair_set.paths,
+              "rejected": len(pair_set.rejects)}
+    audit = run_stratified_audit(pair_set.pairs, rewards, by_behavior, bootstrap, seed, threads, source)
+    figures = audit.report
 
     def pct(value):
         return "-" if value is None else f"{100 * value:.1f} %"
 
-    table = Table(title=f"{result.reward} on {len(labeled):,} pairs ({result.seconds:.1f} s)")
+    def cell(m):
+        if m["recall"] is None:
+            return "-"
+        ci = "" if m["ci_low"] is None else f" [{100 * m['ci_low']:.0f}–{100 * m['ci_high']:.0f}]"
+        precision = "-" if m["precision"] is None else f"{100 * m['precision']:.0f}"
+        return f"{100 * m['recall']:.1f}{ci} P {precision}"
+
+    first = audit.results[rewards[0]]
+    table = Table(title=f"{first.reward} on {len(pair_set.pairs):,} pairs by answer type ({first.seconds:.1f} s)")
     for column in ["answer type", "pairs", "precision", "recall", "accuracy", "undecided"]:
         table.add_column(column, justify="left" if column == "answer type" else "right")
-    for kind, m in [*result.by_type.items(), ("ALL", result.overall)]:
+    for kind, m in [*first.by_type.items(), ("ALL", first.overall)]:
         table.add_row(kind, f"{m.pairs:,}", pct(m.precision), pct(m.recall), pct(m.accuracy), f"{m.undecided:,}")
     console.print(table)
+
+    side = Table(title=f"recall [95 % CI] and precision per stratum ({pair_set.label_source}"
+                       f"{', ' + figures['classifier'] if figures['classifier'] else ''})", title_justify="left")
+    side.add_column("stratum")
+    side.add_column("pairs (correct)", justify="right")
+    for name in rewards:
+        side.add_column(name, justify="right")
+    per = figures["rewards"]
+
+    def row(label, pick, marks=None):
+        m0 = pick(per[rewards[0]])
+        side.add_row(label, f"{m0['n']:,} ({m0['tp'] + m0['fn']:,})",
+                     *[cell(pick(per[r])) + (marks(per[r]) if marks else "") for r in rewards])
+
+    row("ALL", lambda f: f["overall"])
+    if by_behavior:
+        for b in figures["by_behavior"]:
+            star = lambda f, b=b: " *" if f["by_behavior"][b]["difference"]["recall"]["excludes_zero"] else ""  # noqa: E731
+            row(f"{b}: with", lambda f, b=b: f["by_behavior"][b]["present"], star)
+            row(f"{b}: without", lambda f, b=b: f["by_behavior"][b]["absent"])
+    for q in ("Q1", "Q2", "Q3", "Q4"):
+        m = per[rewards[0]]["by_length"][q]
+        row(f"length {q} ({m['chars_min']}–{m['chars_max']} chars)", lambda f, q=q: f["by_length"][q])
+    console.print(side)
+    if by_behavior:
+        console.print("* the with − without recall difference has a 95 % interval that excludes 0")
     if show:
-        slow = Table(title="slowest cases")
+        slow = Table(title=f"slowest cases ({first.reward})")
         for column in ["id", "seconds", "verdict", "gold", "candidate"]:
             slow.add_column(column)
-        for v in result.slowest(show):
-            slow.add_row(v.id, f"{v.seconds:.2f}", str(v.verdict), str(v.gold)[:40], v.candidate[:60])
+        for v in first.slowest(show):
+            slow.add_row(v.id, f"{v.seconds:.2f}", str(v.verdict), str(v.gold)[:40], v.candidate[-60:])
         console.print(slow)
-        wrong = Table(title="wrong verdicts (label → verdict)")
-        for column in ["id", "label", "verdict", "gold", "candidate"]:
+        wrong = Table(title=f"wrong verdicts (label → verdict, {first.reward})")
+        for column in ["id", "label", "verdict", "gold", "candidate (end)"]:
             wrong.add_column(column)
-        for v in result.errors()[:show]:
-            wrong.add_row(v.id, str(v.equivalent), str(v.verdict), str(v.gold)[:40], v.candidate[:60])
+        for v in first.errors()[:show]:
+            wrong.add_row(v.id, str(v.equivalent), str(v.verdict), str(v.gold)[:40], v.candidate[-60:])
         console.print(wrong)
     if verdicts:
-        console.print(f"verdicts → {write_verdicts(result, verdicts)}")
-    if result.recall_warning:
-        console.print(f"[bold white on red] WARNING: recall {pct(result.overall.recall)} is below "
-                      f"{pct(RECALL_FLOOR)}: this verifier rejects correct answers, and RL with it can end worse "
-                      "than no RL at all. [/]")
+        for name, result in audit.results.items():
+            target = verdicts if len(rewards) == 1 else verdicts.with_name(
+                f"{verdicts.stem}.{name.split('/')[-1]}{verdicts.suffix}")
+            console.print(f"verdicts ({name}) → {write_verdicts(result, target)}")
+    if report:
+        console.print(f"report → {write_report(figures, report)}")
+        if pair_set.rejects:
+            rejects_path = report.with_name(report.stem + ".rejects.jsonl")
+            rejects_path.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"
+                                            for r in pair_set.rejects))
+            console.print(f"rejected rows → {rejects_path}")
+    if plot or report:
+        console.print(f"plot → {plot_report(figures, plot or report.with_suffix('.png'))}")
+    for name, result in audit.results.items():
+        if result.recall_warning:
+            console.print(f"[bold white on red] WARNING: {name} recall {pct(result.overall.recall)} is below "
+                          f"{pct(RECALL_FLOOR)}: this verifier rejects correct answers, and RL with it can end worse "
+                          "than no RL at all. [/]")
 
 
 @app.command("filter-passrate")
@@ -317,4 +403,3 @@ def handoff(
     rows += [(f"skipped {part}", why) for part, why in result.skipped.items()]
     rows += [("wrote", ", ".join(p.name for p in result.files))]
     summary(f"{trainer} launch kit → {output}", rows)
-

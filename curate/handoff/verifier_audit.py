@@ -2,7 +2,8 @@
 
 Pairs are JSON lines `{id, gold, candidate, equivalent}` (optional `type`). The candidate is scored
 the way a trainer scores a completion, through the registered reward, with bare answers accepted
-(`BARE` extraction). A verdict is True, False or None (could not be reached: timeout, unusable gold).
+(`BARE` extraction); pairs read from whole responses (`curate.handoff.pair_sources`) carry the extraction
+their source's answer format needs instead. A verdict is True, False or None (could not be reached: timeout, unusable gold).
 None on an equivalent pair counts as a miss: a trainer gives such a completion no reward.
 
 Recall is the figure that matters for RL: a verifier that rejects correct answers punishes the
@@ -34,6 +35,8 @@ class Pair:
     candidate: str
     equivalent: bool
     type: str
+    extraction: Extraction | None = None  # None: the audit's (BARE for hand-built answer pairs)
+    group: str | None = None  # pairs of one problem share a group; the bootstrap resamples groups
 
 
 @dataclass
@@ -181,7 +184,7 @@ def run_audit(pairs: list[Pair], reward: str = "math", extraction: Extraction = 
 
     def judge(pair: Pair) -> Verdict:
         started = time.perf_counter()
-        value = scorer.score(pair.candidate, pair.gold, None, extraction)
+        value = scorer.score(pair.candidate, pair.gold, None, pair.extraction or extraction)
         verdict = None if value is None else value >= 1.0
         return Verdict(pair.id, verdict, pair.equivalent, pair.type, time.perf_counter() - started, pair.gold, pair.candidate)
 

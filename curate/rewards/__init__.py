@@ -13,6 +13,7 @@ from curate.rewards.registry import (
     score,
     trl_reward,
 )
+from curate.rewards import baselines  # noqa: F401,E402  (registers the baseline rewards audits compare against)
 
 REWARD_PATH = Path(__file__).parent / "registry.py"
 

@@ -68,22 +68,39 @@ def _verify(gold: str, answer: str) -> bool | None:
     return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None, allow_set_relation_comp=True))
 
 
+def _verify_plain(gold: str, response: str) -> bool | None:
+    """math-verify as its README uses it, with nothing of ours: the gold in `$...$`, the whole response parsed with
+    the library's default extraction, the library's own comparison. The `mathverify-plain` baseline."""
+    from math_verify import parse, verify
+
+    parsed_gold = parse("$" + gold + "$", parsing_timeout=None)
+    if not parsed_gold:
+        return None
+    parsed_answer = parse(response, parsing_timeout=None)
+    if not parsed_answer:
+        return False
+    return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None))
+
+
+MODES = {"boxed": _verify, "plain": _verify_plain}
+
+
 def _quiet() -> None:
     # math-verify warns on every call that its own timeout is off; that is the design here.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
 def serve(stdin=sys.stdin, stdout=sys.stdout) -> None:
-    """Worker loop: one JSON request per line in ([gold, answer]), one JSON reply per line out."""
+    """Worker loop: one JSON request per line in ([gold, answer] or [gold, answer, mode]), one JSON reply per line out."""
     _quiet()
     # One check before "ready": sympy's import and the LaTeX parser's construction are no check's time.
     _verify("\\frac{1}{2}", "0.5")
     stdout.write('"ready"\n')
     stdout.flush()
     for line in stdin:
-        gold, answer = json.loads(line)
+        gold, answer, *mode = json.loads(line)
         try:
-            reply = ["ok", _verify(gold, answer)]
+            reply = ["ok", MODES[mode[0] if mode else "boxed"](gold, answer)]
         except Exception as error:
             reply = ["error", f"{type(error).__name__}: {error}"]
         stdout.write(json.dumps(reply) + "\n")
@@ -115,8 +132,8 @@ class _Worker:
             raise EOFError("math-verify worker exited")
         return json.loads(line)
 
-    def check(self, gold: str, answer: str, timeout: float) -> list:
-        self.process.stdin.write(json.dumps([gold, answer]) + "\n")
+    def check(self, gold: str, answer: str, timeout: float, mode: str = "boxed") -> list:
+        self.process.stdin.write(json.dumps([gold, answer, mode]) + "\n")
         self.process.stdin.flush()
         try:
             return self._reply(timeout)
@@ -167,7 +184,16 @@ class MathEquivalence:
             verdict = self._cache(gold, number.group(1))
         return verdict
 
-    def _check(self, gold: str, answer: str) -> bool | None:
+    def plain(self, gold: str, response: str) -> bool | None:
+        """math-verify's own extraction and comparison over a whole response (no normalization of ours), under the
+        same time bound: the `mathverify-plain` baseline reward."""
+        if gold is None or response is None or not str(gold).strip():
+            return None
+        if not str(response).strip():
+            return False
+        return self._cache(str(gold).strip(), str(response), "plain")
+
+    def _check(self, gold: str, answer: str, mode: str = "boxed") -> bool | None:
         with self._slots:
             try:
                 worker = self._idle.get_nowait()
@@ -178,7 +204,7 @@ class MathEquivalence:
                     self.errors += 1
                     return None
             try:
-                status, value = worker.check(gold, answer, self.timeout)
+                status, value = worker.check(gold, answer, self.timeout, mode)
             except TimeoutError:
                 self.timeouts += 1
                 return None

@@ -1,0 +1,93 @@
+"""Baseline rewards, registered beside curate's own so that an audit can set them side by side on the same pairs.
+
+They are the verifiers RL recipes commonly ship, kept deliberately plain; none is meant for training with curate:
+- `curate/mathverify-plain`: math-verify exactly as its README uses it (whole response, the library's default
+  extraction and comparison), bounded in time by curate's checker;
+- `curate/boxed-exact`: the last `\\boxed{}` of the response equals the gold after whitespace/`\\left`/`\\dfrac`
+  normalization, as text;
+- `curate/last-number`: the last number in the response equals a numeric gold (None when the gold is not a number).
+
+Each ignores the `extraction` it is given: how it finds the answer is what the baseline is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from curate.rewards.equivalence import normalize_text, shared_checker
+from curate.rewards.extract import DEFAULT, boxed_contents
+from curate.rewards.registry import register
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+_GOLD_NUMBER = re.compile(r"^\$?\s*(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s*\$?$")
+
+
+def _final_gold(ground_truth) -> str | None:
+    """The gold answer of a plain or structured ground truth (the last hop of a list, the answer of a dict)."""
+    if isinstance(ground_truth, dict):
+        for key in ("final_answer", "answer", "target", "ground_truth"):
+            if ground_truth.get(key) is not None:
+                return str(ground_truth[key])
+        return None
+    if isinstance(ground_truth, list):
+        return str(ground_truth[-1]) if ground_truth else None
+    return None if ground_truth is None else str(ground_truth)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+@register(
+    "curate/mathverify-plain",
+    ability="math",
+    instruction="Put your final answer within \\boxed{}.",
+    description="baseline: math-verify's parse/verify on the whole response with the library's defaults",
+)
+def mathverify_plain_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    gold = _final_gold(ground_truth)
+    if gold is None or not gold.strip():
+        return None
+    verdict = shared_checker().plain(gold, solution_str or "")
+    return None if verdict is None else float(verdict)
+
+
+@register(
+    "curate/boxed-exact",
+    ability="math",
+    instruction="Put your final answer within \\boxed{}.",
+    description="baseline: the last \\boxed{} equals the gold as normalized text",
+)
+def boxed_exact_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    gold = _final_gold(ground_truth)
+    if gold is None or not gold.strip():
+        return None
+    boxes = boxed_contents(solution_str or "")
+    if not boxes:
+        return 0.0
+    return float(normalize_text(boxes[-1]) == normalize_text(gold))
+
+
+@register(
+    "curate/last-number",
+    ability="math",
+    instruction="End your response with the final number.",
+    description="baseline: the last number in the response equals the numeric gold (None for a non-numeric gold)",
+)
+def last_number_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+    gold = _final_gold(ground_truth)
+    match = _GOLD_NUMBER.match(normalize_text(gold)) if gold else None
+    target = _number(match.group(1)) if match else None
+    if target is None:
+        return None
+    numbers = _NUMBER.findall(solution_str or "")
+    if not numbers:
+        return 0.0
+    value = _number(numbers[-1])
+    return float(value is not None and abs(value - target) <= 1e-9 * max(1.0, abs(target)))
+
+
+BASELINES = ("curate/mathverify-plain", "curate/boxed-exact", "curate/last-number")
