@@ -1121,6 +1121,44 @@ def _plot_lengths(output: Path, datasets: dict[str, Path], tokenizer: str) -> st
                                   f"tokens per document ({Path(tokenizer).name})").name
 
 
+@dataclass
+class SolutionFilter:
+    judge: str
+    version: str
+    kept: dict[str, int] = field(default_factory=dict)  # pool -> documents kept
+    rejected_by: dict[str, dict[str, int]] = field(default_factory=dict)  # pool -> reason -> documents
+    rejected: set[str] = field(default_factory=set)
+
+    def summary(self) -> dict:
+        return {"judge": self.judge, "version": self.version, "kept": self.kept, "rejected": self.rejected_by}
+
+
+def filter_solutions(pool_files: list[str], judge: str, rejects_path: Path, batch_size: int = 1024) -> SolutionFilter:
+    """--require-solution: judges every pool document (problem and worked solution?) and writes one reject line per
+    document without both, with its reason (`no_problem` / `no_solution`) and the judge's version."""
+    from curate.classifiers.solution import CUE_VERSION, judge_by_cues
+
+    result = SolutionFilter(judge=judge, version=CUE_VERSION)
+    rejects_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{rejects_path}{PARTIAL}", "w") as rejects:
+        for path in pool_files:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["id", "pool", "text"]):
+                for row in batch.to_pylist():
+                    judgement = judge_by_cues(row["text"])
+                    if judgement.kept:
+                        result.kept[row["pool"]] = result.kept.get(row["pool"], 0) + 1
+                        continue
+                    reasons = result.rejected_by.setdefault(row["pool"], {})
+                    reasons[judgement.reason] = reasons.get(judgement.reason, 0) + 1
+                    result.rejected.add(row["id"])
+                    rejects.write(json.dumps({
+                        "reason": f"{judgement.reason}: judged by {result.version}", "id": row["id"], "pool": row["pool"],
+                        "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
+                    }, ensure_ascii=False) + "\n")
+    os.replace(f"{rejects_path}{PARTIAL}", rejects_path)
+    return result
+
+
 def length_removed(pools: dict, report: MatchReport) -> dict[str, int]:
     """Candidates each pool lost to the common length range: at selection (characters) plus at matching (tokens)."""
     return {v: int((pools.get("length_removed_chars") or {}).get(v, 0)) + int(report.length_removed.get(v, 0))
@@ -1169,6 +1207,8 @@ def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: 
              "--oversample", str(parameters["oversample"]), "--text-key", spec.text_key, "--id-key", spec.id_key,
              "--pack-length", str(parameters["pack_length"]), "--pack-format", parameters["pack_format"],
              "--license", parameters["license"]]
+    if parameters.get("require_solution"):
+        parts += ["--require-solution"]
     if spec.is_hub:
         parts += ["--split", spec.split]
     if parameters["domain_key"]:
@@ -1217,6 +1257,11 @@ def _matching_table(parameters: dict, report: MatchReport) -> str:
          f"{pools.get('minimized', 0):,} / {pools.get('neither', 0):,} / {pools.get('ambiguous_ids', 0):,} |"),
         (f"| enriched / minimized | {report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens / "
          f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens |"),
+        *([(f"| --require-solution (`{parameters['solutions']['version']}`): documents kept / rejected per pool | "
+            + " / ".join(f"{v} {parameters['solutions']['kept'].get(v, 0):,} kept, "
+                         + (", ".join(f"{n:,} {r}" for r, n in parameters["solutions"]["rejected"].get(v, {}).items())
+                            or "0 rejected") for v in VARIANTS) + " |")]
+          if parameters.get("solutions") else []),
         *([(f"| share of each pool used (tokens of the set / tokens of the candidates matched from) | enriched "
             f"{100 * report.pool_used['enriched']:.1f} % of {report.pool_tokens['enriched']:,} tokens "
             f"({report.pool_documents['enriched']:,} documents) / minimized {100 * report.pool_used['minimized']:.1f} % "
@@ -1385,6 +1430,7 @@ def run_cpt(
     decontam: str | None = None,
     benchmarks_dir: str | Path | None = None,
     rewrite: RewriteOptions | None = None,
+    require_solution: str | None = None,
     pack_length: int = 4096,
     pack_format: str = "parquet",
     export: bool = True,
@@ -1403,6 +1449,9 @@ def run_cpt(
     if oversample < 1:
         raise CPTError("--oversample must be at least 1")
     length_match = length_match_mode(length_match)
+    if require_solution not in (None, "cues"):
+        raise CPTError(f"require_solution must be 'cues', not {require_solution!r}: the LLM judge's prompt and parser "
+                       "(curate/classifiers/solution.py) are not wired into cpt yet")
     if not 0 <= length_trim < 0.5:
         raise CPTError("--length-trim must be at least 0 and below 0.5")
     state = output / STATE
@@ -1463,6 +1512,10 @@ def run_cpt(
     with duckdb.connect() as connection:
         rows = connection.sql("SELECT id, pool, n_tokens, domain FROM read_parquet($f) ORDER BY draw",
                               params={"f": pool_files}).fetchall()
+    solutions = None
+    if require_solution:
+        solutions = filter_solutions(pool_files, require_solution, output / "rejects" / "require_solution.jsonl")
+        rows = [r for r in rows if r[0] not in solutions.rejected]
     candidates = {v: [Candidate(i, n, d) for i, p, n, d in rows if p == v] for v in VARIANTS}
     ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance, length_bins,
                                        length_match=length_match, length_trim=0.0)
@@ -1476,7 +1529,8 @@ def run_cpt(
         "oversample": oversample, "length_match": length_match, "length_trim": length_trim,
         "length_removed": length_removed(pools, report), "dedup": dedup, "decontam": decontam,
         "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "pools": pools, "license": license,
-        "pack_length": pack_length, "pack_format": pack_format,
+        "pack_length": pack_length, "pack_format": pack_format, "require_solution": require_solution,
+        "solutions": solutions.summary() if solutions else None,
     }
     parameters["command"] = reproduce_command(parameters, spec, output, rewrite)
     with duckdb.connect() as connection:

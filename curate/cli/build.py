@@ -459,6 +459,9 @@ def cpt(
     decontam: Annotated[Optional[str], typer.Option(help="Remove candidates overlapping these benchmarks.")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     rewrite: Annotated[bool, typer.Option("--rewrite", help="Rewrite both sets as question / thoughts / answer.")] = False,
+    require_solution: Annotated[bool, typer.Option("--require-solution", help="Keep only documents that state a problem "
+                                                   "and work out its solution (a CPU cue rule); the others are "
+                                                   "rejected with their reason.")] = False,
     model: Annotated[Optional[str], typer.Option(help="--rewrite: the model (path or name).")] = None,
     backend: Annotated[str, typer.Option(help="--rewrite: vllm, endpoint or transformers.")] = "transformers",
     endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY.")] = None,
@@ -515,6 +518,7 @@ def cpt(
     result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
                      length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                      rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
+                     require_solution="cues" if require_solution else None,
                      license=license, oversample=oversample, executor=runs_on)
     report = result.report
     rows = [

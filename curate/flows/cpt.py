@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -45,6 +46,8 @@ class CPTParameters(BaseModel):
     benchmarks_dir: str | None = None
     rewrite: dict | None = Field(None, description="RewriteOptions fields; an endpoint's key comes from the worker's "
                                                    "environment, never from here.")
+    require_solution: Literal["cues"] | None = Field(None, description="Keep only documents with a problem and a "
+                                                     "worked solution, judged by the cue rule.")
     pack_length: int = Field(4096, ge=2)
     pack_format: str = "parquet"
     export: bool = True
@@ -133,6 +136,7 @@ def build_cpt(params: CPTParameters) -> dict:
                          length_trim=params.length_trim, dedup=params.dedup, decontam=params.decontam,
                          benchmarks_dir=params.benchmarks_dir, rewrite=params.rewrite_options(),
                          pack_length=params.pack_length, pack_format=params.pack_format, export=params.export,
+                         require_solution=params.require_solution,
                          tasks=params.tasks, workers=params.workers, progress=False, license=params.license,
                          executor=params.executor.options())
     except JobSubmitted as submitted:

@@ -425,3 +425,60 @@ def test_best_effort_default_on_real_mix_where_the_common_range_fails(shared_dat
              or line.startswith("| >=")]
     assert [sum(int(row[i].strip().replace(",", "")) for row in table) for i in range(4)] == [
         report.pool_documents["enriched"], len(sets["enriched"]), report.pool_documents["minimized"], len(sets["minimized"])]
+    # --require-solution on the same tags: documents without a problem and a worked solution are rejected, with reasons.
+    solved = tmp_path / "solved"
+    run_cpt(tags, InputSpec(str(corpus)), 40_000, qwen_tokenizer, solved, export=False, progress=False,
+            require_solution="cues")
+    rejects = [json.loads(line) for line in (solved / "rejects" / "require_solution.jsonl").read_text().splitlines()]
+    assert rejects and {r["reason"].split(":")[0] for r in rejects} <= {"no_problem", "no_solution"}
+    rejected = {r["id"] for r in rejects}
+    chosen = {v: _ids(solved / v) for v in ("enriched", "minimized")}
+    assert not rejected & (set(chosen["enriched"]) | set(chosen["minimized"]))
+    summary = json.loads((solved / ".curate" / "cpt.json").read_text())["parameters"]["solutions"]
+    pool_rows = pq.read_table(solved / ".curate" / "pool" / "data", columns=["id", "pool"]).to_pylist()
+    for variant in ("enriched", "minimized"):
+        n = sum(r["pool"] == variant for r in pool_rows)
+        assert summary["kept"].get(variant, 0) + sum(summary["rejected"].get(variant, {}).values()) == n
+    # Forum questions (problems without a solution) are a far smaller share of the set than of the pool.
+    questions = [r["id"].startswith("se-q/") for r in pool_rows if r["pool"] == "minimized"]
+    chosen_questions = [i.startswith("se-q/") for i in chosen["minimized"]]
+    assert sum(chosen_questions) / len(chosen_questions) <= 0.5 * sum(questions) / len(questions)
+    card = (solved / "minimized" / "README.md").read_text()
+    assert "--require-solution" in card and "solution_cues_v1" in card
+
+
+def test_solution_cues_on_real_genres(shared_data, tmp_path):
+    from curate.classifiers.solution import judge_by_cues
+    from tests.support.real_mix import write_real_mix
+
+    corpus = tmp_path / "mix.jsonl"
+    write_real_mix(shared_data, corpus, max_bytes=250_000)
+    kept: dict[str, list[bool]] = {}
+    for line in corpus.read_text().splitlines():
+        record = json.loads(line)
+        kept.setdefault(record["domain"], []).append(judge_by_cues(record["text"]).kept)
+    share = {genre: sum(flags) / len(flags) for genre, flags in kept.items()}
+    # Problems with worked solutions (the genre is the label): kept.
+    assert min(share[g] for g in ("trace", "gsm8k", "math500", "prm800k")) >= 0.9 and share["aqua"] >= 0.75, share
+    # Forum questions (a problem, no solution) and answers (a solution to a problem they rarely restate): mostly not.
+    assert share["se_question"] <= 0.25 and share["stackexchange"] <= 0.3, share
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ('{"contain_problem": true, "contain_solution": true}', (True, True, None)),
+    ('<think>It asks for x.</think>\nAnswer: {"contain_problem": "yes", "contain_solution": "no"}', (True, False, "no_solution")),
+    ('{"contain_problem": false, "contain_solution": true}', (False, True, "no_problem")),
+    ('The document has a problem. {"contain_problem": 1}', (None, None, "error")),
+    ("", (None, None, "error")),
+    ('{"contain_problem": true, "contain_solution": maybe}', (None, None, "error")),
+])
+def test_llm_solution_answers_are_parsed_or_rejected_with_a_reason(output, expected):
+    from curate.classifiers.solution import SolutionPrompt, parse_solution_answer
+
+    judgement = parse_solution_answer(output)
+    assert (judgement.contain_problem, judgement.contain_solution) == expected[:2]
+    assert (judgement.reason or None) == expected[2] if expected[2] != "error" else judgement.reason.startswith("error:")
+    prompt = SolutionPrompt.load()
+    messages = prompt.messages("Find x if 2x = 4. x = 2.")
+    user = messages[1]["content"]
+    assert prompt.version.startswith("is_solution_v1-") and user.index("Find x") < user.index("contain_problem")

@@ -1,0 +1,120 @@
+"""Does a document hold a problem and a worked solution to it? (the reference pipeline's `is_solution` question)
+
+Two judges, one answer shape, {"contain_problem": bool, "contain_solution": bool}:
+- `cues` (CPU): a problem statement (a question, or a task verb such as find / compute / prove / how many) in the
+  first part of the document, followed by a worked solution: at least two steps (equations, "so", "then", numbered
+  steps ...) and a conclusion (an answer line, \\boxed, ####, therefore, QED ..., or a result stated at the end) after the problem.
+- `llm`: the versioned prompt in prompts/is_solution_v1 (document first, then the question), parsed by
+  `parse_solution_answer`; an unreadable answer is an error with its reason, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PROMPTS_DIR = Path(__file__).parent / "prompts" / "is_solution_v1"
+CUE_VERSION = "solution_cues_v1"
+JUDGES = ("cues", "llm")
+
+_PROBLEM = re.compile(
+    r"\?|\b(?:find|compute|calculate|evaluate|determine|solve|simplify|prove|show that|express|how (?:many|much|long|far)"
+    r"|what (?:is|are|was|were)|which of|convert|factor|given that|suppose|let\b[^.\n]{0,80}\bbe\b)"
+    r"|^\s*(?:problem|question|exercise)\s*[:.\d]", re.IGNORECASE | re.MULTILINE)
+_STEP = re.compile(
+    r"(?:[^=<>!]=[^=>]|\\(?:frac|cdot|times)|<<[^>]*>>|^\s*(?:step\s*\d+|\d+[.)]\s)|\b(?:so|then|thus|hence|we (?:get|have"
+    r"|find|obtain|know)|which gives|this gives|substitut\w+|plug\w* in|multiply\w*|divid\w+|add\w*|subtract\w*)\b)",
+    re.IGNORECASE | re.MULTILINE)
+_CONCLUSION = re.compile(
+    r"\\boxed|^\s*#{4}\s*\S|\b(?:the (?:final )?answer is|answer\s*[:=]|therefore|hence|thus|in conclusion|q\.?e\.?d"
+    r"|so the (?:answer|result|total|number|value)|which is (?:the )?(?:answer|correct)|final answer|correct (?:answer|option)"
+    r"|answer\s*(?:is\s*|[:=-]\s*)?\(?[a-e]\)?(?:\W|$))|∎|∴|\\blacksquare|\\square",
+    re.IGNORECASE | re.MULTILINE)
+# A result at the end: "... costs 29 cents.", "x = 250 m", "is $\sqrt{53}$".
+_RESULT = re.compile(r"(?:\b(?:is|are|equals?|costs?|gives|makes|was|were)\b|=)\s*[^\s.]{0,3}(?:\d|\$|\\\()", re.IGNORECASE)
+TAIL_CHARS = 300
+# A problem is stated near the top; the rest of a long document may be the solution.
+PROBLEM_WINDOW = 0.5
+MIN_SOLUTION_CHARS = 60
+MIN_STEPS = 2
+
+
+@dataclass(frozen=True)
+class SolutionJudgement:
+    contain_problem: bool | None
+    contain_solution: bool | None
+    reason: str | None = None  # why not kept: no_problem, no_solution, or error: ...
+
+    @property
+    def kept(self) -> bool:
+        return bool(self.contain_problem and self.contain_solution)
+
+
+def judge_by_cues(text: str) -> SolutionJudgement:
+    """The CPU rule; `reason` says which half is missing."""
+    window = text[: max(400, int(len(text) * PROBLEM_WINDOW))]
+    problem = _PROBLEM.search(window)
+    if problem is None:
+        solved = len(_STEP.findall(text)) >= MIN_STEPS and (
+            _CONCLUSION.search(text) is not None or _RESULT.search(text[-TAIL_CHARS:]) is not None)
+        return SolutionJudgement(False, solved, "no_problem")
+    rest = text[problem.end():]
+    steps = len(_STEP.findall(rest))
+    concluded = _CONCLUSION.search(rest) is not None or _RESULT.search(rest[-TAIL_CHARS:]) is not None
+    solved = len(rest.strip()) >= MIN_SOLUTION_CHARS and steps >= MIN_STEPS and concluded
+    return SolutionJudgement(True, solved, None if solved else "no_solution")
+
+
+@dataclass(frozen=True)
+class SolutionPrompt:
+    system: str
+    document: str
+    question: str
+    version: str
+
+    @classmethod
+    def load(cls, directory: Path = PROMPTS_DIR) -> SolutionPrompt:
+        from curate.classifiers.llm import read_prompt_files
+
+        texts, version = read_prompt_files(directory)
+        return cls(texts["system"], texts["document"], texts["question"], version)
+
+    def messages(self, document: str) -> list[dict]:
+        # Document first, question after: a prefix cache can share the document with the behavior questions.
+        user = f"{self.document.replace('{document}', document)}\n\n{self.question}"
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+_JSON = re.compile(r"\{[^{}]*\}", re.DOTALL)
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
+
+
+def _flag(value) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, str)) and str(value).strip().lower() in _TRUE | _FALSE:
+        return str(value).strip().lower() in _TRUE
+    return None
+
+
+def parse_solution_answer(output: str | None) -> SolutionJudgement:
+    """The last JSON object with both keys (think blocks and prose around it are ignored); anything else is an
+    error judgement with the reason, so that the document is rejected as unjudged, not as problem-free."""
+    if not output or not output.strip():
+        return SolutionJudgement(None, None, "error: empty output")
+    text = re.sub(r"<think>.*?</think>", "", output, flags=re.IGNORECASE | re.DOTALL)
+    for candidate in reversed(_JSON.findall(text)):
+        try:
+            answer = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(answer, dict):
+            continue
+        problem, solution = _flag(answer.get("contain_problem")), _flag(answer.get("contain_solution"))
+        if problem is None or solution is None:
+            continue
+        reason = None if problem and solution else "no_problem" if not problem else "no_solution"
+        return SolutionJudgement(problem, solution, reason)
+    return SolutionJudgement(None, None, "error: no JSON object with contain_problem and contain_solution")
