@@ -80,3 +80,19 @@ def test_every_text_resolves_with_its_checksum():
     assert pieces and all(len(it["text"]) <= 3000 for it in pieces)
     assert all(len(it["text"]) <= 3500 for it in items if it["source"] != "countdown")
     assert all(it["text"].startswith("Numbers: [") for it in items if it["source"] == "countdown")
+
+
+def test_labels_cover_every_item_and_record_both_readers():
+    items = {json.loads(line)["id"]: json.loads(line) for line in ITEMS_PATH.read_text().splitlines() if line.strip()}
+    rows = [json.loads(line) for line in (ITEMS_PATH.parent / "labels.jsonl").read_text().splitlines() if line.strip()]
+    assert [r["id"] for r in rows] == list(items)
+    for row in rows:
+        item = items[row["id"]]
+        assert {k: row[k] for k in item} == item  # locator and split exactly as drawn before labeling
+        a, b = row["readers"]["a"], row["readers"]["b"]
+        for behavior, value in row["labels"].items():
+            assert value in (0, 1)
+            disputed = a[behavior] != b[behavior]
+            assert disputed == (behavior in row["adjudicated"])
+            if not disputed:
+                assert value == a[behavior]
