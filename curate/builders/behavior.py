@@ -64,10 +64,14 @@ def run_build(
     executor: ExecutorOptions | None = None,
     verify_inputs: bool = False,
     allow_partial: bool = False,
+    keep_columns: list[str] | None = None,
 ) -> BuildResult:
     from curate.data_cards.cards import write_behavior_card
+    from curate.pipelines.steps import kept_column_fields
 
     output = Path(output)
+    given_tags = tags_root
+    kept = kept_column_fields(spec, keep_columns or [])  # a column no record has fails before the tagging
     tags_root = Path(tags_root) if tags_root else output / "tags"
     tagged = run_tagging(spec, tags_root, classifier, tasks=tasks, workers=workers, batch_size=batch_size, progress=progress,
                           executor=executor, verify_inputs=verify_inputs, allow_partial=allow_partial)
@@ -80,6 +84,8 @@ def run_build(
         "selection": selection.describe(),
         # A cleaned build is another dataset: toggling either must not reuse the data of the other.
         "cleaning": {"dedup": dedup, "decontam": decontam},
+        # Only when asked: the parameters of builds made before the option existed stay the same.
+        **({"keep_columns": [f.name for f in kept]} if kept else {}),
         # The corpus as tagged: a file added or changed since the last build makes this another build, not a resume.
         "input_files": json.loads((tagged.tags_dir / MANIFEST).read_text()).get("files"),
     }
@@ -108,7 +114,7 @@ def run_build(
         KeepFirstCopy(str(kept_copies_path)),
         SplitRejects(str(output / "rejects")),
         KeepSelected(str(selection_path)),
-        DatasetWriter(str(output / "data")),
+        DatasetWriter(str(output / "data"), kept),
     ]
     run_pipeline(pipeline, executor, tasks, workers, state / "logs", job_name="curate-build")
 
@@ -125,6 +131,8 @@ def run_build(
         dedup=dedup,
         decontam=decontam,
         benchmarks_dir=benchmarks_dir,
+        tags_root=given_tags,
+        keep_columns=[f.name for f in kept],
     )
     # After the card: each adds its own report section to it.
     if dedup:

@@ -98,7 +98,7 @@ def _source_name(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}" if path.parent.name else path.stem
 
 
-def _input_files(path: str) -> list[Path]:
+def input_files(path: str) -> list[Path]:
     p = Path(path).expanduser()
     if p.is_dir():
         files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in (".json", ".jsonl", ".csv", ".parquet"))
@@ -113,6 +113,23 @@ def _input_files(path: str) -> list[Path]:
     return files
 
 
+def output_identity(inputs: list[str], fmt: str, limit: int, reformulate: dict | None, dedup: bool,
+                    decontam: str | None, benchmarks_dir) -> tuple[dict, list]:
+    """What decides the dataset `run_mcqa` writes (its parameters, and the size and mtime of each local input
+    file; a hub input by name), as the CLI and the flow both claim the output folder with it."""
+    from dataclasses import asdict
+
+    from curate.builders.llm_writers import LLMOptions
+    from curate.pipelines.state import files_signature
+
+    parameters = {"inputs": list(inputs), "format": fmt, "limit": limit, "dedup": dedup, "decontam": decontam,
+                  "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None,
+                  # every LLM field with its default, however it was given
+                  "reformulate": asdict(LLMOptions(**reformulate)) if reformulate else None}
+    signature = [i if i.startswith("hf:") else files_signature(input_files(i)) for i in inputs]
+    return parameters, signature
+
+
 def iter_records(path: str) -> Iterator[tuple[str, int, object]]:
     """(source, position, record) for every record; a record that cannot be decoded is yielded as an
     Exception so that the caller can reject it with its position."""
@@ -125,7 +142,7 @@ def iter_records(path: str) -> Iterator[tuple[str, int, object]]:
         for position, record in enumerate(dataset):
             yield source, position, record
         return
-    for file in _input_files(path):
+    for file in input_files(path):
         source = _source_name(file)
         suffix = file.suffix.lower()
         if suffix == ".csv":

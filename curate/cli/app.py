@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import threading
 from typing import Annotated
@@ -14,6 +15,19 @@ from typer.core import TyperGroup
 from curate.errors import CurateError
 
 console = Console(stderr=True)
+
+# Below this width typer's rich option table (seven columns: name, short, --no- name, type, help, ...) leaves the
+# help column a dozen characters and cuts longer words ("only_backtracki…", "--fractional-d…"); a command's help
+# is then printed by click's plain formatter instead, which wraps whole words.
+RICH_HELP_MIN_COLUMNS = 140
+
+# typer's own signals: its exit, abort and usage errors. typer 0.2x bundles its own click (typer._click), whose
+# Exit and Abort are typer.Exit and typer.Abort (RuntimeErrors, so USER_ERRORS would swallow them as "error: ")
+# and whose usage errors derive from typer.TyperException, not click's; older typer uses click's classes.
+TYPER_SIGNALS = tuple(dict.fromkeys([
+    typer.Exit, typer.Abort, getattr(typer, "TyperException", click.ClickException),
+    click.exceptions.Exit, click.exceptions.Abort, click.ClickException,
+]))
 
 # What a command may raise for a reason the user can fix: curate's own errors, and the builtins that the
 # libraries curate calls raise for a missing file or a malformed value (their messages name the file or value).
@@ -28,6 +42,12 @@ class CurateGroup(TyperGroup):
     leave what they had not finished under `.partial` names, which the rerun replaces); anything else is a
     bug and keeps its traceback."""
 
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is not None and shutil.get_terminal_size().columns < RICH_HELP_MIN_COLUMNS:
+            command.rich_markup_mode = None  # click's plain help: wraps at word boundaries, cuts nothing
+        return command
+
     def invoke(self, ctx):
         from curate.pipelines.executors import JobSubmitted
 
@@ -37,8 +57,8 @@ class CurateGroup(TyperGroup):
         except KeyboardInterrupt:
             console.print("[bold yellow]interrupted:[/] run the same command again to resume")
             raise typer.Exit(130) from None
-        except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise  # typer's own exits and usage errors (typer.Exit is a RuntimeError)
+        except TYPER_SIGNALS:
+            raise  # typer's own exits and usage errors, handled by typer
         except JobSubmitted as submission:
             console.print(f"[yellow]{submission}[/]")
             raise typer.Exit(0) from None

@@ -36,7 +36,9 @@ from curate.cli.options import (
     cleaning_rows,
     executor_options,
     fail,
+    in_place,
     input_spec,
+    path_signature,
     summary,
     tag_rows,
     up_to_date,
@@ -80,6 +82,8 @@ def build(
     verify_inputs: VerifyInputs = False,
     allow_partial: AllowPartial = False,
     overwrite: OverwriteOption = False,
+    keep_columns: Annotated[Optional[str], typer.Option(
+        help="Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).")] = None,
 ) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
 
@@ -112,15 +116,18 @@ def build(
             "exclude_behaviors": exclude_behaviors, "limit": limit, "seed": seed, "text_key": text_key, "id_key": id_key,
             "split": split, "streaming": streaming, "license": license, "dedup": dedup, "decontam": decontam,
             "benchmarks_dir": benchmarks_dir}
+    kept = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else []
+    if kept:  # only when given, so that datasets built before the option existed stay up to date
+        what["keep_columns"] = kept
     claim = claim_output(output, "build", what, inputs=file_fingerprints(spec, verify_inputs), overwrite=overwrite,
-                         keep=("tags",) if tags is None else ())
+                         keep=("tags",) if tags is None or tags.resolve() == (output / "tags").resolve() else ())
     if claim.up_to_date:
         return up_to_date(output)
     started = time.perf_counter()
     result = run_build(
         spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
         license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
-        verify_inputs=verify_inputs, allow_partial=allow_partial,
+        verify_inputs=verify_inputs, allow_partial=allow_partial, keep_columns=kept,
         executor=executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                    cpus_per_task, mem_per_cpu_gb, gpus_per_task),
     )
@@ -150,6 +157,7 @@ def multihop(
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the source problems before chaining.")] = False,
     decontam: Annotated[Optional[str], typer.Option(help="Remove source problems overlapping these benchmarks (as `curate decontam --against`).")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits.
 
@@ -165,13 +173,22 @@ def multihop(
     --dedup/--decontam clean the source problems before chaining, so the three splits stay matched.
     """
     from curate.builders.multihop import parse_hop_range, run_multihop
+    from curate.pipelines.tag import file_fingerprints
 
     hop_range = parse_hop_range(hops)
     spec = input_spec(input, question_key, id_key, split, False)
+    # The same keys as the multihop flow's claim, so that either finds the other's dataset up to date.
+    what = {"input": input, "hops": hops, "n": n, "seed": seed, "max_ratio": max_ratio, "tries_per_link": tries_per_link,
+            "question_key": question_key, "answer_key": answer_key, "id_key": id_key, "split": split, "license": license,
+            "dedup": dedup, "decontam": decontam, "benchmarks_dir": benchmarks_dir}
+    claim = claim_output(output, "multihop", what, inputs=file_fingerprints(spec), overwrite=overwrite)
+    if claim.up_to_date:
+        return up_to_date(output)
     started = time.perf_counter()
     result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
                           tries_per_link=tries_per_link, answer_key=answer_key, license=license, dedup=dedup,
                           decontam=decontam, benchmarks_dir=benchmarks_dir)
+    claim.finish()
     seconds = time.perf_counter() - started
     s = result.stats
     rows = [
@@ -193,27 +210,19 @@ def multihop(
 
 @app.command()
 def priming(
-    ctx: typer.Context,
     variant: Annotated[str, typer.Option(help="all_strategies, only_backtracking, backtracking_verification, "
                                          "backtracking_subgoal, backtracking_backward, negative_control, empty_cot, "
                                          "placeholder_cot; a comma list or 'all' builds each into OUTPUT/VARIANT.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
-    answers: Annotated[str, typer.Option(help="correct; incorrect (well-formed expressions with a wrong value, from natural "
-                                         "failures); any (the search's own accuracy, as the reference's main sets).")] = "correct",
+    answers: Annotated[str, typer.Option(help="correct, or incorrect (well-formed expressions with a wrong value).")] = "correct",
     n: Annotated[int, typer.Option("--n", help="Training rows.", min=0)] = 1000,
     test_n: Annotated[int, typer.Option(help="Test rows (no problem is in both splits).", min=0)] = 100,
     writer: Annotated[str, typer.Option(help="symbolic (the solver's search narrated) or llm (a teacher model).")] = "symbolic",
     classifier: ClassifierOption = "cues",
-    numbers: Annotated[str, typer.Option(help="Numbers per problem (2-6); a comma list mixes sizes, e.g. 3,4.")] = "4",
+    numbers: Annotated[int, typer.Option(help="Numbers per problem.", min=2, max=6)] = 4,
     number_range: Annotated[str, typer.Option(help="LOW,HIGH of the numbers.")] = "1,99",
     target_range: Annotated[str, typer.Option(help="LOW,HIGH of the target.")] = "10,100",
-    preset: Annotated[Optional[str], typer.Option(help="tinyzero: the reference study's problems (3 or 4 numbers in "
-                                                "1-100, targets 10-100); --numbers/--number-range/--target-range "
-                                                "given explicitly override it.")] = None,
     fractional_division: Annotated[bool, typer.Option(help="Allow divisions with a fractional result.")] = False,
-    format_score: Annotated[float, typer.Option(help="Countdown reward of a well-formed wrong equation, carried by every "
-                                                "row (verl extra_info.format_score); TinyZero's runs use 0.1.",
-                                                min=0.0)] = 0.0,
     max_dead_ends: Annotated[int, typer.Option(help="Most dead ends a backtracking trace narrates.", min=1)] = 3,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer (hub name or local dir) for placeholder_cot "
                                                      "lengths and token statistics.")] = None,
@@ -229,6 +238,7 @@ def priming(
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the completion).")] = False,
     decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question or completion overlaps these benchmarks (as `curate decontam --against`).")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Countdown priming datasets: behavior-controlled traces, checked by a classifier, with SFT and verl columns.
 
@@ -243,10 +253,8 @@ def priming(
         curate priming --variant backtracking_verification --writer llm --model Qwen/Qwen2.5-72B-Instruct --backend vllm --n 1000 -o priming/bv_llm
 
         curate priming --variant all_strategies --dedup --decontam gsm8k --benchmarks-dir ../shared/data -o priming/bt
-
-        curate priming --variant all_strategies --answers any --preset tinyzero --format-score 0.1 -o priming/tz
     """
-    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, PrimingError, apply_preset, run_priming
+    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, run_priming
 
     def pair(text: str, name: str) -> tuple[int, int]:
         try:
@@ -254,22 +262,6 @@ def priming(
         except ValueError:
             fail(f"--{name} takes LOW,HIGH, got {text!r}")
         return low, high
-
-    try:
-        sizes = tuple(int(part) for part in numbers.split(",") if part.strip())
-    except ValueError:
-        fail(f"--numbers takes a size or a comma list of sizes (4, or 3,4), got {numbers!r}")
-    given = {"n_numbers": sizes[0] if len(sizes) == 1 else sizes, "number_range": pair(number_range, "number-range"),
-             "target_range": pair(target_range, "target-range")}
-    # A preset sets the problem space; an option typed on the command line wins over it. (By name: typer ships its
-    # own copy of click, whose ParameterSource is another class than click's.)
-    typed = {"n_numbers": "numbers", "number_range": "number_range", "target_range": "target_range"}
-    explicit = {k: v for k, v in given.items() if preset is None or
-                getattr(ctx.get_parameter_source(typed[k]), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
-    try:
-        space = {**given, **apply_preset(preset, explicit)}
-    except PrimingError as error:
-        fail(str(error))
 
     variants = list(ALL_VARIANTS) if variant.strip() == "all" else [v.strip() for v in variant.split(",") if v.strip()]
     if variant.strip() == "all" and not tokenizer:
@@ -279,20 +271,29 @@ def priming(
     for name in variants:
         config = PrimingConfig(
             variant=name, answers=answers, n=n, test_n=test_n, seed=seed, writer=writer, classifier=classifier,
-            **space, integer_division=not fractional_division, format_score=format_score,
+            n_numbers=numbers, number_range=pair(number_range, "number-range"),
+            target_range=pair(target_range, "target-range"), integer_division=not fractional_division,
             max_dead_ends=max_dead_ends, tokenizer=tokenizer, placeholder_for=placeholder_for,
             llm={"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "temperature": temperature,
                  "max_tokens": max_trace_tokens, "concurrency": concurrency} if writer == "llm" else None,
         )
         target = output / name if len(variants) > 1 else output
+        # Each variant's folder is one dataset; the keys are the priming flow's, so either sees the other's as its own.
+        what = {**vars(config), "dedup": dedup, "decontam": decontam, "benchmarks_dir": benchmarks_dir}
+        claim = claim_output(target, "priming", what, overwrite=overwrite)
+        if claim.up_to_date:
+            up_to_date(target)
+            continue
         result = run_priming(config, target, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
+        claim.finish()
         splits = result.stats["splits"]
         accuracy = {s: f"{100 * v['answer_accuracy']:.0f} %" for s, v in splits.items()}
         rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "
                      f"accepted {100 * result.acceptance_rate:.1f} % of {result.attempted:,}, accuracy {accuracy} → {target}"))
         rows += [(f"  rejected: {reason}", f"{count:,}") for reason, count in result.rejected.items()]
         rows += [(f"  {label}", value) for label, value in cleaning_rows(target, dedup, decontam)]
-    summary("Priming datasets", rows)
+    if rows:
+        summary("Priming datasets", rows)
 
 
 @app.command("dedup")
@@ -313,6 +314,7 @@ def dedup_command(
     slurm_dry_run: SlurmDryRun = False,
     cpus_per_task: CpusPerTask = 1,
     mem_per_cpu_gb: MemPerCpu = 2.0,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash).
 
@@ -332,9 +334,16 @@ def dedup_command(
 
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, 0)
+    claim = None if in_place(input, output) else claim_output(
+        output, "dedup", {"input": input, "threshold": threshold, "ngrams": ngrams, "text_key": text_key, "id_key": id_key},
+        inputs=path_signature(input), overwrite=overwrite)
+    if claim and claim.up_to_date:
+        return up_to_date(output)
     started = time.perf_counter()
     result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
                    tasks=tasks, workers=workers, executor=runs_on)
+    if claim:
+        claim.finish()
     seconds = time.perf_counter() - started
     summary(f"Deduplicated → {output}", [
         ("read", f"{result.read:,}"), ("exact duplicates", f"{result.exact_removed:,}"),
@@ -367,6 +376,7 @@ def decontam_command(
     slurm_dry_run: SlurmDryRun = False,
     cpus_per_task: CpusPerTask = 1,
     mem_per_cpu_gb: MemPerCpu = 2.0,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Remove rows that share an n-gram with benchmark items; every removal names the item and the n-gram.
 
@@ -385,12 +395,20 @@ def decontam_command(
 
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, 0)
+    what = {"input": input, "against": against, "fields": fields, "ngrams": ngrams, "short_min_words": short_min_words,
+            "benchmarks_dir": benchmarks_dir, "id_key": id_key}
+    claim = None if in_place(input, output) else claim_output(
+        output, "decontam", what, inputs=path_signature(input), overwrite=overwrite)
+    if claim and claim.up_to_date:
+        return up_to_date(output)
     started = time.perf_counter()
     result = decontaminate(
         input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
         id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
         tasks=tasks, workers=workers, executor=runs_on,
     )
+    if claim:
+        claim.finish()
     seconds = time.perf_counter() - started
     rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]
     rows += [(f"  {name} ({info['items']:,} items)", f"{result.hits.get(name, 0):,}") for name, info in result.index.benchmarks.items()]
@@ -416,6 +434,7 @@ def mcqa(
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the question).")] = False,
     decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question overlaps these benchmarks (as `curate decontam --against`).")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Convert multiple choice to open-answer questions: keep items whose stem stands without its options and
     whose gold option math-verify grades uniquely; every other item goes to rejects/ with its reason.
@@ -438,9 +457,16 @@ def mcqa(
         fail("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
     llm = {"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "max_tokens": max_tokens,
            "temperature": 0.0, "concurrency": concurrency} if reformulate else None
+    from curate.builders.mcqa import output_identity
+
+    what, inputs = output_identity(list(input), format, limit, llm, dedup, decontam, benchmarks_dir)
+    claim = claim_output(output, "mcqa", what, inputs=inputs, overwrite=overwrite)
+    if claim.up_to_date:
+        return up_to_date(output)
     started = time.perf_counter()
     result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit, dedup=dedup, decontam=decontam,
                       benchmarks_dir=benchmarks_dir, reformulate=llm)
+    claim.finish()
     total = result.kept + result.rejected
     rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
@@ -510,6 +536,7 @@ def cpt(
     mem_per_cpu_gb: MemPerCpu = 2.0,
     gpus_per_task: Annotated[int, typer.Option(help="--rewrite: GPUs per model server (ray and slurm reserve them; "
                                                "local gives each task its own). The corpus pass uses none.", min=0)] = 0,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Build behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports.
 
@@ -540,11 +567,27 @@ def cpt(
         fail("--gpus-per-task applies to --rewrite only")
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
+    from curate.pipelines.state import folder_signature
+    from curate.pipelines.tag import file_fingerprints
+
+    what = {"tags": tags, "texts": texts, "tokens": tokens, "tokenizer": tokenizer, "behaviors": behaviors,
+            "min_behaviors": min_behaviors, "min_count": min_count, "seed": seed, "tolerance": tolerance,
+            "length_bins": length_bins, "length_match": length_match, "length_trim": length_trim, "oversample": oversample,
+            "domain_key": domain_key, "text_key": text_key, "id_key": id_key, "split": split, "dedup": dedup,
+            "decontam": decontam, "benchmarks_dir": benchmarks_dir, "rewrite": rewrite, "model": model,
+            "max_doc_tokens": max_doc_tokens, "max_new_tokens": max_new_tokens, "pack_length": pack_length,
+            "pack_format": pack_format, "license": license}
+    # An unfinished run (a Slurm stage submitted, an interrupt) keeps its record: the same command continues it.
+    claim = claim_output(output, "cpt", what, overwrite=overwrite,
+                         inputs={"tags": folder_signature(tags), "texts": file_fingerprints(spec)})
+    if claim.up_to_date:
+        return up_to_date(output)
     result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
                      length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                      rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
                      require_solution="cues" if require_solution else None,
                      license=license, oversample=oversample, executor=runs_on)
+    claim.finish()
     report = result.report
     rows = [
         ("budget", f"{report.budget:,} tokens (± {100 * report.tolerance:g} %)"),

@@ -22,6 +22,7 @@ from curate.cli.options import (
     GpusPerTask,
     MaxTokensOption,
     MemPerCpu,
+    OverwriteOption,
     RayAddress,
     ServerArgOption,
     SlurmDryRun,
@@ -34,10 +35,12 @@ from curate.cli.options import (
     TensorParallelOption,
     TopPOption,
     Workers,
+    claim_output,
     executor_options,
     fail,
     sampling_options,
     summary,
+    up_to_date,
 )
 
 
@@ -94,6 +97,7 @@ def export_dataset(
     instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own "
                                                       "answer-format instruction; '' for none.")] = None,
     system: Annotated[Optional[str], typer.Option(help="System message put before every prompt.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Export a built dataset for a trainer: verl, TRL (GRPO), OpenRLHF, SFT {query, completion} or CPT text.
 
@@ -103,9 +107,18 @@ def export_dataset(
 
         curate export datasets/priming --to sft --output exports/priming-sft
     """
-    from curate.handoff.export import run_export
+    from curate.handoff.export import output_identity, run_export
 
-    result = run_export(dataset, to, output, instruction=instruction, system=system)
+    what, inputs = output_identity(dataset, to, instruction, system)
+    claim = claim_output(output, "export", what, inputs=inputs, overwrite=overwrite)
+    if claim.up_to_date:
+        return up_to_date(output)
+    try:
+        result = run_export(dataset, to, output, instruction=instruction, system=system)
+    except Exception:
+        claim.abandon()  # a failed export into a new folder leaves nothing behind
+        raise
+    claim.finish()
     rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.rejected.items()]
     rows += [("data", str(output / "data")), ("rejects", str(output / "rejects" / "export.jsonl"))]
@@ -303,6 +316,7 @@ def filter_passrate(
     cpus_per_task: CpusPerTask = 1,
     mem_per_cpu_gb: MemPerCpu = 2.0,
     gpus_per_task: GpusPerTask = 0,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
 
@@ -321,8 +335,22 @@ def filter_passrate(
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
                                 device, concurrency, tp, dp, server_arg)
+    from curate.pipelines.state import folder_signature
+
+    # The samples depend on the dataset and the sampling options; --band only selects among them. So the dataset's
+    # files are a parameter (a changed dataset is another dataset: refused, or --overwrite drops the stale samples)
+    # and the band is the input: another band reselects, keeping the samples (rates/, .curate/, rejects/prompts).
+    what = {"dataset": dataset.resolve(), "dataset_contents": folder_signature(dataset), "model": model, "k": k,
+            "backend": backend, "endpoint_url": endpoint_url, "temperature": temperature, "top_p": top_p,
+            "max_tokens": max_tokens, "instruction": instruction, "system": system, "server_arg": server_arg,
+            "limit": limit}
+    claim = claim_output(output, "filter-passrate", what, inputs={"band": band}, overwrite=overwrite,
+                         keep=("rates", ".curate", "rejects"))
+    if claim.up_to_date:
+        return up_to_date(output)
     result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
                                  executor=runs_on)
+    claim.finish()
     sampling = result.sampling
     rows = [(f"kept ({split})", f"{n:,}") for split, n in sorted(result.kept.items())]
     rows += [(f"dropped: {reason}", f"{n:,}") for reason, n in result.rejected.most_common()]
@@ -386,6 +414,7 @@ def handoff(
     output: Annotated[Path, typer.Option("--output", "-o", help="Kit directory: exports, config/scripts, README.md.")],
     instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
     system: SystemOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Write what to run next: verl (config fragment + run_verl.sh) or TRL (train_sft.py / train_grpo.py), with the export.
 
@@ -395,11 +424,22 @@ def handoff(
 
         curate handoff datasets/priming --trainer trl --output kits/priming && python kits/priming/train_sft.py --model Qwen/Qwen2.5-0.5B
     """
+    from curate.handoff.export import output_identity
     from curate.handoff.kits import run_handoff
 
-    result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
+    what, inputs = output_identity(dataset, trainer, instruction, system)
+    claim = claim_output(output, "handoff", what, inputs=inputs, overwrite=overwrite)
+    if claim.up_to_date:
+        return up_to_date(output)
+    try:
+        result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
+    except Exception:
+        claim.abandon()
+        raise
+    claim.finish()
     rows = [(f"{part} rows ({split})", f"{n:,}") for part, export in result.exports.items() for split, n in sorted(export.rows.items())]
     rows += [(f"reward {name}", f"{n:,} rows") for name, n in sorted(result.data_sources.items())]
     rows += [(f"skipped {part}", why) for part, why in result.skipped.items()]
     rows += [("wrote", ", ".join(p.name for p in result.files))]
     summary(f"{trainer} launch kit → {output}", rows)
+

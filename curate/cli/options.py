@@ -102,6 +102,28 @@ def claim_output(output: Path, command: str, parameters: dict, inputs=None, over
         fail(str(error))
 
 
+def path_signature(path: str | Path):
+    """The input of a command that reads a file, folder or glob it does not tag (dedup, decontam, export): each
+    file's size and mtime, so that a changed input is another dataset; a hub dataset by its name."""
+    import glob as globlib
+
+    from curate.pipelines.state import files_signature, folder_signature
+
+    text = str(path)
+    if text.startswith("hf:"):
+        return text
+    if Path(text).expanduser().exists():
+        return folder_signature(Path(text).expanduser())
+    return files_signature(globlib.glob(text, recursive=True))
+
+
+def in_place(input: str | Path, output: Path) -> bool:
+    """dedup/decontam DATASET --output DATASET clean a dataset in place: it stays the dataset its builder wrote
+    (and claimed), so the cleaning claims nothing."""
+    text = str(input)
+    return not text.startswith("hf:") and Path(text).expanduser().resolve() in (output.resolve(), output.resolve() / "data")
+
+
 def up_to_date(output: Path) -> None:
     console.print(f"{output} is up to date: built by this same command from the same input; nothing to do "
                   "(--overwrite builds it again).")

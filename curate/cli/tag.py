@@ -142,23 +142,32 @@ def stats(
         fail(f"no parquet shards under {directory}; run `curate tag` first")
     all_stats = behavior_stats(directory)
     warn_unfinished(directory)
+    # Three narrow tables, behaviors abbreviated in column headers (legend below), so that an 80-column terminal
+    # shows every header and every count whole, even with counts in the millions.
+    short = dict(zip(BEHAVIOR_NAMES, ("verify", "backtrack", "subgoal", "backward"), strict=True))
     for s in all_stats:
         table = Table(title=f"{s.classifier}: {s.documents:,} documents, {s.characters:,} characters, {s.errors:,} errors")
-        for column in ["behavior", "documents", "prevalence", "mean count", "null rate", *HISTOGRAM_BUCKETS]:
+        for column in ["behavior", "documents", "prevalence", "mean count", "null rate"]:
             table.add_column(column, justify="left" if column == "behavior" else "right")
         for b in BEHAVIOR_NAMES:
-            table.add_row(
-                b, f"{s.present[b]:,}", f"{100 * s.prevalence[b]:.1f} %", f"{s.mean_count_when_present[b]:.2f}",
-                f"{100 * s.null_rate[b]:.1f} %", *[f"{s.histogram[b][k]:,}" for k in HISTOGRAM_BUCKETS],
-            )
+            table.add_row(b, f"{s.present[b]:,}", f"{100 * s.prevalence[b]:.1f} %", f"{s.mean_count_when_present[b]:.2f}",
+                          f"{100 * s.null_rate[b]:.1f} %")
         console.print(table)
+        histogram = Table(title="documents by count")
+        histogram.add_column("count")
+        for b in BEHAVIOR_NAMES:
+            histogram.add_column(short[b], justify="right")
+        for k in HISTOGRAM_BUCKETS:
+            histogram.add_row(k, *[f"{s.histogram[b][k]:,}" for b in BEHAVIOR_NAMES])
+        console.print(histogram)
         co = Table(title="co-occurrence (documents with both)")
         co.add_column("")
         for b in BEHAVIOR_NAMES:
-            co.add_column(b, justify="right")
+            co.add_column(short[b], justify="right")
         for a in BEHAVIOR_NAMES:
             co.add_row(a, *[f"{s.cooccurrence[a][b]:,}" for b in BEHAVIOR_NAMES])
         console.print(co)
+        console.print(", ".join(f"{short[b]} = {b}" for b in BEHAVIOR_NAMES), soft_wrap=False)
         console.print(f"any behavior: {s.any_behavior:,}   none: {s.no_behavior:,}")
     if plot:
         console.print(f"plot → {plot_prevalence(all_stats, plot)}")

@@ -67,8 +67,10 @@ def rejects_table(rejects: dict[str, int]) -> str:
 
 
 def reproduce_command(parameters: dict, output: str | Path, dedup: bool = False, decontam: str | None = None,
-                      benchmarks_dir: str | Path | None = None, license: str | None = None) -> str:
-    """`curate build` with the parameters of this build (tags are reused from OUTPUT/tags or retagged)."""
+                      benchmarks_dir: str | Path | None = None, license: str | None = None,
+                      tags_root: str | Path | None = None, keep_columns: list[str] | None = None) -> str:
+    """`curate build` with the parameters of this build: `--tags` where the build used a tags root of its own
+    (without it the command would tag the corpus again into OUTPUT/tags), else tags reused from OUTPUT/tags."""
     selection = parameters["selection"]
     behaviors = selection["behaviors"]
     parts = ["curate", "build", "--input", parameters["input"], "--output", str(output),
@@ -84,6 +86,10 @@ def reproduce_command(parameters: dict, output: str | Path, dedup: bool = False,
         parts += ["--limit", str(selection["limit"])]
     if license:
         parts += ["--license", license]
+    if tags_root is not None:
+        parts += ["--tags", str(tags_root)]
+    if keep_columns:
+        parts += ["--keep-columns", ",".join(keep_columns)]
     return shlex.join(parts + cleaning_options(dedup, decontam, benchmarks_dir))
 
 
@@ -286,7 +292,7 @@ def write_step_card(
 def write_behavior_card(
     output: Path, parameters: dict, corpus_stats: list, dataset_stats: list, rejects: dict[str, int],
     license: str = "other", extra: dict | None = None, dedup: bool = False, decontam: str | None = None,
-    benchmarks_dir: str | Path | None = None,
+    benchmarks_dir: str | Path | None = None, tags_root: str | Path | None = None, keep_columns: list[str] | None = None,
 ) -> DatasetCard:
     selected = dataset_stats[0].documents if dataset_stats else 0
     behaviors = parameters["selection"]["behaviors"]
@@ -316,12 +322,13 @@ def write_behavior_card(
         method=f"Documents were tagged with the behavior classifier `{parameters['classifier']}`, selected with a "
                "DuckDB query over the attribute shards, and written with their text and attributes.",
         parameters=selection_rows,
-        command=reproduce_command(parameters, output, dedup, decontam, benchmarks_dir, license),
+        command=reproduce_command(parameters, output, dedup, decontam, benchmarks_dir, license, tags_root, keep_columns),
         sections=[("Behaviors in this dataset", stats_table(dataset_stats)),
                   ("Behaviors in the tagged source corpus", stats_table(corpus_stats)),
                   ("Records that could not be read", rejects_table(rejects))],
         plots=plots,
-        fields=BEHAVIOR_FIELDS,
+        fields=BEHAVIOR_FIELDS + [(f"`{name}`", "as in the source", "source column kept with --keep-columns")
+                                  for name in keep_columns or []],
         load='from datasets import load_dataset\nds = load_dataset("parquet", data_dir="data", split="train")',
         limitations=LIMITATIONS,
     )

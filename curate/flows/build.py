@@ -7,7 +7,14 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field, field_validator, model_validator
 
-from curate.flows.common import CleaningParameters, InputParameters, cache_key, submission_summary
+from curate.flows.common import (
+    CleaningParameters,
+    InputParameters,
+    cache_key,
+    claim,
+    submission_summary,
+    up_to_date_summary,
+)
 
 
 class BuildParameters(InputParameters):
@@ -19,7 +26,12 @@ class BuildParameters(InputParameters):
     limit: int | None = Field(None, ge=1, description="Keep at most this many documents (seeded random sample).")
     seed: int = 0
     license: str = "other"
+    keep_columns: str | None = Field(None, description="Comma-separated source fields carried into the dataset "
+                                                       "beside id and text.")
     cleaning: CleaningParameters = CleaningParameters()
+
+    def kept_columns(self) -> list[str]:
+        return [c.strip() for c in self.keep_columns.split(",") if c.strip()] if self.keep_columns else []
 
     @field_validator("behaviors", "exclude_behaviors")
     @classmethod
@@ -60,7 +72,8 @@ def build_dataset(params: BuildParameters) -> dict:
         result = run_build(params.spec(), params.output, params.selection(), tags_root=params.tags,
                            classifier=params.classifier, tasks=params.tasks, workers=params.workers,
                            batch_size=params.batch_size, progress=False, license=params.license,
-                           executor=params.executor.options(), **params.cleaning.arguments())
+                           executor=params.executor.options(), keep_columns=params.kept_columns(),
+                           **params.cleaning.arguments())
     except JobSubmitted as submitted:
         return submission_summary(submitted)
     return {"output": str(result.output), "tags_dir": str(result.tags_dir), "selected": result.selected,
@@ -68,14 +81,30 @@ def build_dataset(params: BuildParameters) -> dict:
 
 
 @flow(name="build", log_prints=True)
-def build_flow(params: BuildParameters) -> dict:
-    """Build a behavior dataset; a rerun with the same inputs, classifier and selection is served from cache."""
+def build_flow(params: BuildParameters, overwrite: bool = False) -> dict:
+    """Build a behavior dataset; a rerun with the same inputs, classifier and selection is served from cache.
+    An output folder holding another dataset fails the run unless `overwrite` (as `curate build --overwrite`)."""
+    from curate.pipelines.tag import file_fingerprints
+
     output = Path(params.output)
+    # `curate build`'s keys, so that either sees the other's dataset as its own.
+    what = {"behaviors": params.behaviors, "input": params.input, "tags": params.tags, "classifier": params.classifier,
+            "min_count": params.min_count, "exclude_behaviors": params.exclude_behaviors, "limit": params.limit,
+            "seed": params.seed, "text_key": params.text_key, "id_key": params.id_key, "split": params.split,
+            "streaming": params.streaming, "license": params.license, **params.cleaning.arguments()}
+    if params.kept_columns():
+        what["keep_columns"] = params.kept_columns()
+    tags_inside = params.tags is None or Path(params.tags).resolve() == (output / "tags").resolve()
+    claimed = claim(output, "build", what, inputs=file_fingerprints(params.spec()), overwrite=overwrite,
+                    keep=("tags",) if tags_inside else ())
+    if claimed.up_to_date:
+        return up_to_date_summary(output)
     finished = (output / "README.md").is_file() and (output / "data").is_dir()
     summary = build_dataset.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                          retry_delay_seconds=30)(params)
     if "submitted" in summary:
         get_run_logger().info("%s", summary["submitted"])
     else:
+        claimed.finish()
         get_run_logger().info("selected %s documents into %s", summary["selected"], summary["output"])
     return summary

@@ -12,9 +12,11 @@ from curate.flows.common import (
     ExecutorParameters,
     cache_key,
     check_input,
+    claim,
     files_signature,
     spec_files_signature,
     submission_summary,
+    up_to_date_summary,
 )
 
 
@@ -148,9 +150,19 @@ def build_cpt(params: CPTParameters) -> dict:
 
 
 @flow(name="cpt", log_prints=True)
-def cpt_flow(params: CPTParameters) -> dict:
-    """Matched enriched / minimized CPT corpora; a rerun on unchanged tags, corpus and options is served from cache."""
+def cpt_flow(params: CPTParameters, overwrite: bool = False) -> dict:
+    """Matched enriched / minimized CPT corpora; a rerun on unchanged tags, corpus and options is served from cache.
+    An output folder holding another dataset fails the run unless `overwrite` (as `curate cpt --overwrite`)."""
+    from curate.pipelines.state import folder_signature
+    from curate.pipelines.tag import file_fingerprints
+
     output = Path(params.output)
+    # How the job runs (tasks, workers, executor) does not change what it writes.
+    what = params.model_dump(mode="json", exclude={"output", "tasks", "workers", "executor"})
+    claimed = claim(output, "cpt", what, overwrite=overwrite,
+                    inputs={"tags": folder_signature(params.tags), "texts": file_fingerprints(params.spec())})
+    if claimed.up_to_date:
+        return up_to_date_summary(output)
     finished = all((output / v / "README.md").is_file() and (output / v / "data").is_dir()
                    for v in ("enriched", "minimized"))
     # Retries only where a try can fail for reasons outside the job (the Hub, an endpoint); a local failure is
@@ -161,6 +173,7 @@ def cpt_flow(params: CPTParameters) -> dict:
     if "submitted" in summary:
         get_run_logger().info("%s", summary["submitted"])
         return summary
+    claimed.finish()
     match = summary["match"]
     get_run_logger().info("enriched %s / minimized %s tokens (budget %s), length KS %.3f, length match %s into %s",
                           match["enriched_tokens"], match["minimized_tokens"], match["budget"], match["ks_statistic"],

@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import cache_key, files_signature
+from curate.flows.common import cache_key, claim, files_signature, up_to_date_summary
 
 
 class ExportParameters(BaseModel):
@@ -62,11 +62,23 @@ def export_dataset(params: ExportParameters) -> dict:
 
 
 @flow(name="export", log_prints=True)
-def export_flow(params: ExportParameters) -> dict:
-    """Export a dataset for a trainer; a rerun on an unchanged dataset is served from cache."""
+def export_flow(params: ExportParameters, overwrite: bool = False) -> dict:
+    """Export a dataset for a trainer; a rerun on an unchanged dataset is served from cache.
+    An output folder holding another dataset fails the run unless `overwrite` (as `curate export --overwrite`)."""
+    from curate.handoff.export import output_identity
+
     output = Path(params.output)
+    what, inputs = output_identity(params.dataset, params.to, params.instruction, params.system)
+    claimed = claim(output, "export", what, inputs=inputs, overwrite=overwrite)
+    if claimed.up_to_date:
+        return up_to_date_summary(output)
     finished = (output / "README.md").is_file() and (output / "data").is_dir()
-    summary = export_dataset.with_options(refresh_cache=not finished)(params)
+    try:
+        summary = export_dataset.with_options(refresh_cache=not finished)(params)
+    except Exception:
+        claimed.abandon()  # a failed export into a new folder leaves nothing behind
+        raise
+    claimed.finish()
     get_run_logger().info("exported %s rows for %s into %s (%s rejected)", summary["rows"], summary["target"],
                           summary["output"], sum(summary["rejected"].values()))
     return summary

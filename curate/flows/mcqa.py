@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from curate.flows.common import CleaningParameters, cache_key, files_signature
+from curate.flows.common import CleaningParameters, cache_key, claim, files_signature, up_to_date_summary
 
 
 class McqaParameters(BaseModel):
@@ -48,12 +48,12 @@ class McqaParameters(BaseModel):
     @field_validator("inputs")
     @classmethod
     def _inputs_exist(cls, values: list[str]) -> list[str]:
-        from curate.builders.mcqa import _input_files
+        from curate.builders.mcqa import input_files
 
         for value in values:
             if not value.startswith("hf:"):
                 try:
-                    _input_files(value)
+                    input_files(value)
                 except FileNotFoundError as error:
                     raise ValueError(str(error)) from None
         return values
@@ -63,9 +63,9 @@ class McqaParameters(BaseModel):
         return any(i.startswith("hf:") for i in self.inputs)
 
     def local_files(self) -> list[Path]:
-        from curate.builders.mcqa import _input_files
+        from curate.builders.mcqa import input_files
 
-        return [f for i in self.inputs if not i.startswith("hf:") for f in _input_files(i)]
+        return [f for i in self.inputs if not i.startswith("hf:") for f in input_files(i)]
 
 
 def _mcqa_key(context, arguments: dict) -> str:
@@ -86,13 +86,23 @@ def convert_mcqa(params: McqaParameters) -> dict:
 
 
 @flow(name="mcqa", log_prints=True)
-def mcqa_flow(params: McqaParameters) -> dict:
-    """Convert multiple-choice items to open-answer questions; a rerun on unchanged inputs is served from cache."""
+def mcqa_flow(params: McqaParameters, overwrite: bool = False) -> dict:
+    """Convert multiple-choice items to open-answer questions; a rerun on unchanged inputs is served from cache.
+    An output folder holding another dataset fails the run unless `overwrite` (as `curate mcqa --overwrite`)."""
+    from curate.builders.mcqa import output_identity
+
     output = Path(params.output)
+    reformulate = {"temperature": 0.0, **params.reformulate} if params.reformulate else None
+    what, inputs = output_identity(params.inputs, params.format, params.limit, reformulate,
+                                   **params.cleaning.arguments())
+    claimed = claim(output, "mcqa", what, inputs=inputs, overwrite=overwrite)
+    if claimed.up_to_date:
+        return up_to_date_summary(output)
     finished = (output / "README.md").is_file() and (output / "data").is_dir()
     run = convert_mcqa.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                     retry_delay_seconds=30)
     summary = run(params)
+    claimed.finish()
     get_run_logger().info("kept %s of %s items in %s", summary["kept"], summary["kept"] + summary["rejected"],
                           summary["output"])
     return summary

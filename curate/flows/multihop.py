@@ -7,7 +7,14 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import CleaningParameters, cache_key, check_input, spec_files_signature
+from curate.flows.common import (
+    CleaningParameters,
+    cache_key,
+    check_input,
+    claim,
+    spec_files_signature,
+    up_to_date_summary,
+)
 
 
 class MultihopParameters(BaseModel):
@@ -72,12 +79,21 @@ def build_multihop(params: MultihopParameters) -> dict:
 
 
 @flow(name="multihop", log_prints=True)
-def multihop_flow(params: MultihopParameters) -> dict:
-    """Chain problems so that each answer feeds the next; a rerun on unchanged inputs is served from cache."""
+def multihop_flow(params: MultihopParameters, overwrite: bool = False) -> dict:
+    """Chain problems so that each answer feeds the next; a rerun on unchanged inputs is served from cache.
+    An output folder holding another dataset fails the run unless `overwrite` (as `curate multihop --overwrite`)."""
+    from curate.pipelines.tag import file_fingerprints
+
     output = Path(params.output)
+    # `curate multihop`'s keys, so that either sees the other's dataset as its own.
+    what = {**params.model_dump(exclude={"output", "cleaning"}), **params.cleaning.arguments()}
+    claimed = claim(output, "multihop", what, inputs=file_fingerprints(params.spec()), overwrite=overwrite)
+    if claimed.up_to_date:
+        return up_to_date_summary(output)
     finished = (output / "README.md").is_file() and (output / "data").is_dir()
     run = build_multihop.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                       retry_delay_seconds=30)
     summary = run(params)
+    claimed.finish()
     get_run_logger().info("built %s rows (full/half/single) into %s", summary["rows"], summary["output"])
     return summary

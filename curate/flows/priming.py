@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import CleaningParameters, cache_key, check_classifier
+from curate.flows.common import CleaningParameters, cache_key, check_classifier, claim, up_to_date_summary
 
 
 class PrimingParameters(BaseModel):
@@ -26,11 +26,7 @@ class PrimingParameters(BaseModel):
     n_numbers: int | tuple[int, ...] = Field(4, description="Numbers per problem (2-6); several sizes mix, e.g. (3, 4).")
     number_range: tuple[int, int] = (1, 99)
     target_range: tuple[int, int] = (10, 100)
-    preset: str | None = Field(None, description="tinyzero: the reference's problems (3 or 4 numbers in 1-100, targets "
-                                                 "10-100); n_numbers/number_range/target_range set here override it.")
     integer_division: bool = True
-    format_score: float = Field(0.0, ge=0, lt=1, description="Countdown reward of a well-formed wrong equation "
-                                                             "(extra_info.format_score); TinyZero's runs use 0.1.")
     max_dead_ends: int = Field(3, ge=1)
     tokenizer: str | None = Field(None, description="Hub name or local directory; needed by placeholder_cot.")
     placeholder_for: str = "all_strategies"
@@ -64,11 +60,7 @@ class PrimingParameters(BaseModel):
         names = self.variant_names()
         if not names:
             raise ValueError("variants is empty")
-        from curate.builders.priming import apply_preset
-
-        shared = self.model_dump(exclude={"variants", "output", "cleaning", "preset"})
-        space = ("n_numbers", "number_range", "target_range")
-        shared.update(apply_preset(self.preset, {k: shared[k] for k in space if k in self.model_fields_set or not self.preset}))
+        shared = self.model_dump(exclude={"variants", "output", "cleaning"})
         output = Path(self.output)
         return [(str(output / name if len(names) > 1 else output), PrimingConfig(variant=name, **shared))
                 for name in names]
@@ -96,15 +88,22 @@ def build_priming_set(params: PrimingParameters, variant: str, output: str) -> d
 
 
 @flow(name="priming", log_prints=True)
-def priming_flow(params: PrimingParameters) -> list[dict]:
-    """Countdown priming sets, one per variant; a rerun with the same configuration is served from cache."""
+def priming_flow(params: PrimingParameters, overwrite: bool = False) -> list[dict]:
+    """Countdown priming sets, one per variant; a rerun with the same configuration is served from cache.
+    A variant folder holding another dataset fails the run unless `overwrite` (as `curate priming --overwrite`)."""
     logger = get_run_logger()
     summaries = []
     for output, config in params.configs():
+        # `curate priming`'s keys, so that either sees the other's dataset as its own.
+        claimed = claim(output, "priming", {**vars(config), **params.cleaning.arguments()}, overwrite=overwrite)
+        if claimed.up_to_date:
+            summaries.append(up_to_date_summary(output))
+            continue
         finished = (Path(output) / "README.md").is_file() and (Path(output) / "data").is_dir()
         run = build_priming_set.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
                                              retry_delay_seconds=30)
         summary = run(params, config.variant, output)
+        claimed.finish()
         logger.info("%s: %s rows (acceptance %.1f %%) into %s", config.variant, summary["rows"],
                     100 * summary["acceptance_rate"], output)
         summaries.append(summary)

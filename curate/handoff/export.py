@@ -5,10 +5,7 @@ file-name prefix) or a parquet file / folder of parquet files. Rows need `id`, `
 target, `answer` / `ground_truth` (the reward's ground truth; `ground_truth` wins, then a verl-style
 `reward_model.ground_truth`, then `answer`),
 `data_source` (a registered reward), a completion (`completion`, `response`, `trace`, `output` or
-`solution`) or `text`. A dataset that carries its finished prompt in `query` (priming: the TinyZero prompt its
-SFT and RL rows share) is exported with that prompt, so every target sees the prompt the builder wrote. The
-answer-format instruction is appended only when the prompt does not already ask for that format (it holds the
-instruction or the reward's marker, e.g. `<answer>` or `\\boxed`): an instruction is never given twice.
+`solution`) or `text`.
 
 Targets (columns written):
     verl      data_source, prompt (chat list), ability, reward_model{style, ground_truth},
@@ -18,7 +15,8 @@ Targets (columns written):
     sft       query, completion, id
     cpt       text, id
 
-Output: OUT/data/<split>-NNNNN.parquet (one per input file, written whole: temp name then rename),
+Output: OUT/data/<split>-NNNNN.parquet (one per input file, numbered within its split; data/ and rejects/ are
+written under .partial names and swapped in whole),
 OUT/rejects/export.jsonl (every row that could not be exported, with its reason), OUT/README.md,
 OUT/.curate/export.json (parameters and counts). Rows stream in record batches.
 """
@@ -27,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,8 +121,6 @@ class Exporter:
         self.system = system
         self.gold = _ground_truth_column(schema)
         self.completion = _completion_column(schema)
-        query = schema.field("query").type if "query" in schema.names else None
-        self.prompt_column = "query" if query is not None and pa.types.is_string(query) else "question"
         needed = {"verl": ["question", "data_source"], "trl": ["question", "data_source"],
                   "openrlhf": ["question", "data_source"], "sft": ["question"], "cpt": []}[target]
         missing = [c for c in needed if c not in schema.names]
@@ -136,7 +133,7 @@ class Exporter:
         if missing:
             raise ExportError(f"the dataset has no {', '.join(missing)} column; {target} needs it")
         used = {"question", "answer", "ground_truth", "data_source", "ability", "id", "prompt", "text", "split", "index",
-                self.completion, self.prompt_column}
+                self.completion}
         self.extra = [f for f in schema if f.name not in used and any(test(f.type) for test in SCALAR)]
         self.schema = self._schema(schema)
 
@@ -161,18 +158,8 @@ class Exporter:
         question = row.get("question")
         if not isinstance(question, str) or not question.strip():
             raise RowRejected("empty question")
-        prompt = row.get(self.prompt_column)
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise RowRejected(f"empty {self.prompt_column}")
-        # A built prompt keeps its own ending (TinyZero's ends in a newline before <think>); a question is stripped.
-        prompt = prompt if self.prompt_column == "query" else prompt.strip()
-        if self.instruction is None:
-            if reward is None or reward.asked_in(prompt):
-                return prompt
-            return f"{prompt}\n\n{reward.instruction}"
-        if not self.instruction or self.instruction.strip() in prompt:
-            return prompt
-        return f"{prompt}\n\n{self.instruction}"
+        instruction = reward.instruction if self.instruction is None and reward else self.instruction
+        return f"{question.strip()}\n\n{instruction}" if instruction else question.strip()
 
     def _messages(self, text: str) -> list[dict]:
         system = [{"role": "system", "content": self.system}] if self.system else []
@@ -232,33 +219,62 @@ def run_export(
 ) -> ExportResult:
     """Exports DATASET for `target` into OUTPUT (replacing an earlier export there). `instruction` is appended
     to every prompt (None: the row's reward's own instruction, "" for none); `system` adds a system message."""
-    from rich.progress import Progress
-
     if target not in TARGETS:
         raise ExportError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
     files = input_files(Path(dataset))
     output = Path(output)
     if output.resolve() == Path(dataset).resolve():
         raise ExportError("the output must not be the dataset itself")
-    for folder in ("data", "rejects"):
-        if (output / folder).is_dir():
-            for old in (output / folder).iterdir():
-                old.unlink()
-    (output / "data").mkdir(parents=True, exist_ok=True)
-    (output / "rejects").mkdir(parents=True, exist_ok=True)
+    # Every file's columns are checked before anything is written: a dataset that cannot be exported leaves no
+    # empty data/ or rejects/ behind.
+    exporters = [Exporter(target, pq.read_schema(path), instruction, system) for _, path in files]
+    # Written beside the final folders and swapped in at the end: a failure leaves the earlier export (or nothing).
+    staged = {folder: output / (folder + PARTIAL) for folder in ("data", "rejects")}
+    try:
+        result = _export_files(files, exporters, target, output, staged, batch_size, progress)
+        for folder, partial in staged.items():
+            _replace_folder(partial, output / folder)
+    except BaseException:
+        for partial in staged.values():
+            shutil.rmtree(partial, ignore_errors=True)
+        raise
+    result.files = [output / "data" / f.name for f in result.files]
+    _write_bookkeeping(result, Path(dataset), instruction, system)
+    return result
+
+
+def output_identity(dataset: str | Path, target: str, instruction: str | None, system: str | None) -> tuple[dict, list]:
+    """What decides an export (or a launch kit made of exports): its parameters and the dataset's files, as the CLI
+    and the flow claim the output folder with them."""
+    from curate.pipelines.state import folder_signature
+
+    parameters = {"dataset": str(Path(dataset).resolve()), "to": target, "instruction": instruction, "system": system}
+    return parameters, folder_signature(dataset)
+
+
+def _replace_folder(new: Path, final: Path) -> None:
+    if final.is_dir():
+        shutil.rmtree(final)
+    os.replace(new, final)
+
+
+def _export_files(files, exporters, target, output, staged, batch_size, progress) -> ExportResult:
+    from rich.progress import Progress
+
+    for partial in staged.values():
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
     result = ExportResult(output=output, target=target)
-    rejects_path = output / "rejects" / "export.jsonl"
     total = sum(pq.ParquetFile(f).metadata.num_rows for _, f in files)
     split_index: Counter = Counter()
-    with open(rejects_path.with_name(rejects_path.name + PARTIAL), "w") as rejects, \
-            Progress(disable=not progress, transient=True) as bar:
+    split_files: Counter = Counter()  # shards are numbered within their split: train-00000 is the first train file
+    with open(staged["rejects"] / "export.jsonl", "w") as rejects, Progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(f"export → {target}", total=total)
-        for number, (split, path) in enumerate(files):
+        for (split, path), exporter in zip(files, exporters, strict=True):
             source = pq.ParquetFile(path)
-            exporter = Exporter(target, source.schema_arrow, instruction, system)
-            destination = output / "data" / f"{split}-{number:05d}.parquet"
-            partial = destination.with_name(destination.name + PARTIAL)
-            with pq.ParquetWriter(partial, exporter.schema) as writer:
+            destination = staged["data"] / f"{split}-{split_files[split]:05d}.parquet"
+            split_files[split] += 1
+            with pq.ParquetWriter(destination, exporter.schema) as writer:
                 for batch in source.iter_batches(batch_size=batch_size):
                     rows = []
                     for row in batch.to_pylist():
@@ -274,10 +290,7 @@ def run_export(
                         writer.write_table(pa.Table.from_pylist(rows, schema=exporter.schema))
                     result.rows[split] += len(rows)
                     bar.advance(task, batch.num_rows)
-            os.replace(partial, destination)
             result.files.append(destination)
-    os.replace(rejects_path.with_name(rejects_path.name + PARTIAL), rejects_path)
-    _write_bookkeeping(result, Path(dataset), instruction, system)
     return result
 
 

@@ -407,11 +407,11 @@ def select_by_pass_rate(dataset: str | Path, output: str | Path, band: tuple[flo
     with open(rejects_path.with_name(rejects_path.name + PARTIAL), "w") as rejects, \
             Progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(f"pass rate in ({band[0]:g}, {band[1]:g})", total=total)
+        split_files: Counter = Counter()  # shard names count within a split (train-00000 is the first train file)
         for number, (split, path) in enumerate(files):
             source = pq.ParquetFile(path)
             schema = source.schema_arrow.append(pa.field("pass_rate", pa.float64())).append(pa.field("pass_samples", pa.int32()))
-            destination = output / "data" / f"{split}-{number:05d}.parquet"
-            partial_path = destination.with_name(destination.name + PARTIAL)
+            partial_path = output / "data" / f"{split}-{number:05d}.parquet{PARTIAL}"
             position, kept = 0, 0
             with pq.ParquetWriter(partial_path, schema) as writer:
                 for batch in source.iter_batches(batch_size=4096):
@@ -437,6 +437,8 @@ def select_by_pass_rate(dataset: str | Path, output: str | Path, band: tuple[flo
                         kept += len(rows)
                     bar.advance(task, batch.num_rows)
             if kept:
+                destination = output / "data" / f"{split}-{split_files[split]:05d}.parquet"
+                split_files[split] += 1
                 os.replace(partial_path, destination)
                 result.files.append(destination)
             else:

@@ -35,11 +35,23 @@ class OutputClaim:
     output: Path
     record: dict
     up_to_date: bool  # the same command already finished this dataset from the same input
+    fresh: bool = False  # the folder was absent or empty: everything in it is this run's
+    created: bool = False  # the folder did not exist before this run
+    keep: tuple[str, ...] = ()  # entries that were there before and are not this run's (reusable tags)
 
     def finish(self) -> None:
         """Marks the dataset complete and lists what it wrote: what a later --overwrite removes."""
         wrote = sorted(p.name for p in self.output.iterdir() if p.name != OWNER_FILE)
         _write_record(self.output, {**self.record, "complete": True, "wrote": wrote})
+
+    def abandon(self) -> None:
+        """After a failed run: a folder that was empty before is removed with what the run left in it, so a
+        failure leaves nothing behind (no empty data/ or rejects/). A folder that held this dataset keeps its
+        unfinished record: the same command again resumes or rewrites it; another is refused without --overwrite."""
+        if self.fresh and self.output.is_dir():
+            _remove(self.output, [p.name for p in self.output.iterdir() if p.name not in self.keep])
+            if self.created and not any(self.output.iterdir()):
+                self.output.rmdir()
 
 
 def _write_record(output: Path, record: dict) -> None:
@@ -74,6 +86,11 @@ def folder_signature(path: str | Path) -> list:
     return files
 
 
+def files_signature(paths) -> list:
+    """(absolute path, size, mtime) of each file: the input of a command that reads files it does not tag."""
+    return sorted([str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in map(Path, paths) if p.is_file())
+
+
 def claim_output(output: str | Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,
                  keep: tuple[str, ...] = ()) -> OutputClaim:
     """Claims `output` for (command, parameters) over `inputs` (any JSON value describing the input files);
@@ -93,7 +110,9 @@ def claim_output(output: str | Path, command: str, parameters: dict, inputs=None
         record = {**wanted, "complete": False}
         _write_record(output, record)
         return OutputClaim(output, record, up_to_date=False)
-    others = [e for e in entries if e != OWNER_FILE]
+    # What `keep` names (tags that `curate tag` wrote into OUT/tags for this build) may already be there: not foreign.
+    others = [e for e in entries if e != OWNER_FILE and e not in keep]
+    fresh, created = not others and existing is None, not output.exists()
     if existing is None and others and BOOKKEEPING not in others:
         shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
         raise OutputOccupiedError(
@@ -114,4 +133,4 @@ def claim_output(output: str | Path, command: str, parameters: dict, inputs=None
         _remove(output, existing.get("wrote") or others if existing else others)
     record = {**wanted, "complete": False}
     _write_record(output, record)
-    return OutputClaim(output, record, up_to_date=False)
+    return OutputClaim(output, record, up_to_date=False, fresh=fresh, created=created, keep=keep)

@@ -13,6 +13,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
+from curate.errors import CurateError
 from curate.pipelines.query import KEPT_ELSEWHERE
 from curate.pipelines.readers import REJECT_REASON, is_reject, make_reject
 from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
@@ -181,9 +182,10 @@ DATASET_SCHEMA = pa.schema(
 )
 
 
-def _dataset_row(_writer, document: Document) -> dict:
+def _dataset_row(writer, document: Document) -> dict:
     attributes = document.metadata[ATTRIBUTES]
     return {
+        **{name: document.metadata.get(name) for name in writer.keep_columns},  # source columns asked to travel
         "id": document.id,
         "text": document.text,
         **{b: attributes[b] for b in BEHAVIOR_NAMES},
@@ -196,18 +198,55 @@ def _dataset_row(_writer, document: Document) -> dict:
 
 
 class DatasetWriter(AtomicOutput, ParquetWriter):
-    """Selected documents with their text and attributes, loadable by `datasets.load_dataset('parquet')`."""
+    """Selected documents with their text and attributes, loadable by `datasets.load_dataset('parquet')`, and the
+    source columns of `kept` (fields, typed by kept_column_fields) after the attributes."""
 
     name = "📒 Dataset"
 
-    def __init__(self, output_folder: str):
+    def __init__(self, output_folder: str, kept: list[pa.Field] | None = None):
+        kept = list(kept or [])
+        self.keep_columns = [f.name for f in kept]
         super().__init__(
             output_folder,
             output_filename="train-${rank}.parquet",
             adapter=_dataset_row,
-            schema=DATASET_SCHEMA,
+            schema=pa.schema([*DATASET_SCHEMA, *kept]),
             max_file_size=-1,  # one file per task keeps the `train-*.parquet` split naming (no "000_" prefix)
         )
+
+
+class KeepColumnsError(CurateError, ValueError):
+    """--keep-columns names a column the records do not have, or one the dataset already writes."""
+
+
+def kept_column_fields(spec, columns: list[str], sample: int = 1000) -> list[pa.Field]:
+    """The arrow type of each source column to keep, from the first `sample` records (a parquet input's own types;
+    a jsonl column that is null in all of them is kept as string). `id` and the text always stay and are skipped."""
+    from curate.pipelines.readers import make_reader
+
+    wanted = [c for c in dict.fromkeys(columns) if c not in ("id", "text", spec.id_key, spec.text_key)]
+    taken = [c for c in wanted if c in DATASET_SCHEMA.names]
+    if taken:
+        raise KeepColumnsError(f"--keep-columns {', '.join(taken)}: the dataset already has a column of that name "
+                               "(behavior counts and bookkeeping); rename the field in the source")
+    if not wanted:
+        return []
+    values: dict[str, list] = {c: [] for c in wanted}
+    seen: set[str] = set()
+    for document in islice((d for d in make_reader(spec, limit=sample).run() if not is_reject(d)), sample):
+        seen.update(document.metadata)
+        for column in wanted:
+            values[column].append(document.metadata.get(column))
+    missing = [c for c in wanted if c not in seen]
+    if missing:
+        fields = ", ".join(sorted(seen - {"source"})) or "none"
+        raise KeepColumnsError(f"--keep-columns {', '.join(missing)}: no record of the first {sample:,} has that field "
+                               f"(fields: {fields})")
+    found = []
+    for column in wanted:
+        kind = pa.array(values[column]).type
+        found.append(pa.field(column, pa.string() if pa.types.is_null(kind) else kind))
+    return found
 
 
 class KeepFirstCopy(PipelineStep):

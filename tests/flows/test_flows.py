@@ -278,6 +278,24 @@ def test_mcqa_multihop_and_export_flows_on_real_data(shared_data, tmp_path):
     assert check_card(tmp_path / "verl" / "README.md").data.license == "mit"  # the source's license carries over
 
 
+def test_flows_claim_their_output_as_the_commands_do(tmp_path):
+    from curate.pipelines.state import OutputOccupiedError
+
+    (tmp_path / "ds" / "data").mkdir(parents=True)
+    rows = [{"id": f"q{i}", "question": f"What is {i} + 1?", "completion": f"{i} + 1 = {i + 1}"} for i in range(3)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "ds" / "data" / "train-00000.parquet")
+    params = {"dataset": str(tmp_path / "ds"), "to": "sft", "output": str(tmp_path / "e")}
+    assert export_flow(params=params)["rows"] == {"train": 3}
+    shard = tmp_path / "e" / "data" / "train-00000.parquet"
+    written = shard.stat().st_mtime_ns
+    assert export_flow(params=params)["up_to_date"] and shard.stat().st_mtime_ns == written
+    with pytest.raises(OutputOccupiedError, match="--overwrite"):
+        export_flow(params={**params, "to": "cpt"})
+    assert shard.stat().st_mtime_ns == written
+    export_flow(params={**params, "to": "cpt"}, overwrite=True)
+    assert pq.read_table(shard).column_names == ["text", "id"]
+
+
 def test_new_flows_reject_invalid_parameters_before_the_run(corpus, tmp_path):
     with pytest.raises(ParameterTypeError, match="unknown variant"):
         priming_flow(params={"variants": "nope", "output": str(tmp_path / "p")})

@@ -65,7 +65,7 @@ def test_selection_keeps_strictly_inside_the_band_and_rejects_the_rest_with_reas
         row_key(0, 1): [0.0, 0.0, 0.0, 1.0],  # 0.25
     })
     result = select_by_pass_rate(dataset, out, (0.0, 1.0), progress=False)
-    kept = pq.read_table(out / "data" / "train-00001.parquet").to_pylist()
+    kept = pq.read_table(out / "data" / "train-00000.parquet").to_pylist()
     assert [r["id"] for r in kept] == ["m1"] and kept[0]["pass_rate"] == 0.5 and kept[0]["pass_samples"] == 4
     assert kept[0]["question"] == PASSRATE_ROWS[0]["question"]  # the dataset's own columns travel unchanged
     assert pq.read_table(out / "data" / "test-00000.parquet").column("id").to_pylist() == ["m4"]

@@ -156,3 +156,87 @@ def test_an_interrupted_tag_leaves_no_finished_looking_shard_and_resumes(tmp_pat
     run("tag", "--input", str(corpus), "--output", str(tags), "--tasks", "3")
     rows = tag_rows(tags)
     assert len(rows) == len({r[0] for r in rows}) == 6000
+
+
+def test_priming_and_export_claim_their_folders_and_a_failed_export_leaves_nothing(tmp_path: Path):
+    priming = ["priming", "--variant", "only_backtracking", "--n", "6", "--test-n", "2", "-o", str(tmp_path / "P")]
+    run(*priming)
+    shard = tmp_path / "P" / "data" / "train-00000.parquet"
+    written = shard.stat().st_mtime_ns
+    assert "up to date" in run(*priming).output and shard.stat().st_mtime_ns == written
+    fewer = [*priming[:3], "--n", "4", *priming[5:]]
+    refused = run(*fewer, code=2)
+    assert "--overwrite" in refused.output and "--n" in refused.output and shard.stat().st_mtime_ns == written
+    run(*fewer, "--overwrite")
+    assert len(pq.read_table(shard)) == 4
+
+    export = ["export", str(tmp_path / "P"), "--to", "sft", "-o", str(tmp_path / "E")]
+    run(*export)
+    # Numbered within each split: one train file is train-00000, not train-00001 after test-00000.
+    assert sorted(p.name for p in (tmp_path / "E" / "data").iterdir()) == ["test-00000.parquet", "train-00000.parquet"]
+    assert "up to date" in run(*export).output
+    assert "--to" in run("export", str(tmp_path / "P"), "--to", "cpt", "-o", str(tmp_path / "E"), code=2).output
+    other = run("mcqa", "-i", str(shard), "-o", str(tmp_path / "E"), code=2)
+    assert "a `curate export` dataset" in other.output
+    assert (tmp_path / "E" / "data" / "train-00000.parquet").is_file()
+
+    text_only = tmp_path / "T" / "data"
+    text_only.mkdir(parents=True)
+    pq.write_table(pq.read_table(shard).select(["id"]), text_only / "train-00000.parquet")
+    failed = run("export", str(tmp_path / "T"), "--to", "sft", "-o", str(tmp_path / "F"), code=2)
+    assert "question" in failed.output and not (tmp_path / "F").exists()
+
+
+def test_build_keeps_source_columns_and_its_card_reproduces_with_the_tags(tmp_path: Path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": f"Plain note {i}.", "url": f"http://x/{i}", "n": i}) + "\n"
+                              for i in range(4)))
+    out, tags = tmp_path / "D", tmp_path / "T"
+    run("build", "--behaviors", "none", "--input", str(corpus), "-o", str(out), "--tags", str(tags),
+        "--keep-columns", "url,n")
+    data = pq.read_table(out / "data").to_pydict()
+    assert sorted(zip(data["id"], data["url"], data["n"])) == [(f"d{i}", f"http://x/{i}", i) for i in range(4)]
+    assert sorted(data["text"]) == [f"Plain note {i}." for i in range(4)]
+    card = (out / "README.md").read_text()
+    assert f"--tags {tags}" in card and "--keep-columns url,n" in card
+    missing = run("build", "--behaviors", "none", "--input", str(corpus), "-o", str(tmp_path / "D2"), "--tags", str(tags),
+                  "--keep-columns", "licence", code=2)
+    assert "licence" in missing.output and "fields: n, url" in missing.output
+
+
+def test_help_and_stats_are_whole_at_80_columns(tmp_path: Path):
+    narrow = CliRunner()
+    for command in ("priming", "build", "cpt", "mcqa", "export", "filter-passrate", "tag"):
+        result = narrow.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        assert "…" not in result.output, command
+        assert max(len(line) for line in result.output.splitlines()) <= 80, command
+    help_text = narrow.invoke(app, ["priming", "--help"], env={"COLUMNS": "80"}).output
+    assert "backtracking_verification" in help_text and "--no-fractional-division" in help_text
+    corpus = tmp_path / "corpus.jsonl"
+    write_docs(corpus, "d", 3)
+    run("tag", "--input", str(corpus), "--output", str(tmp_path / "tags"))
+    stats = narrow.invoke(app, ["stats", str(tmp_path / "tags")], env={"COLUMNS": "80"})
+    assert stats.exit_code == 0 and "…" not in stats.output, stats.output
+    assert "backward = backward_chaining" in stats.output and "null rate" in stats.output
+
+
+def test_typer_abort_and_usage_errors_keep_typer_exit_codes():
+    import typer
+
+    from curate.cli.app import CurateGroup
+
+    probe = typer.Typer(cls=CurateGroup)
+
+    @probe.command()
+    def abort(usage: bool = False) -> None:
+        raise typer.BadParameter("not that") if usage else typer.Abort()
+
+    @probe.command()
+    def other() -> None:
+        pass
+
+    aborted = runner.invoke(probe, ["abort"])
+    assert aborted.exit_code == 1 and "error:" not in aborted.output  # typer.Abort is a RuntimeError: not a user error
+    usage = runner.invoke(probe, ["abort", "--usage"])
+    assert usage.exit_code == 2 and "not that" in usage.output and "error:" not in usage.output
