@@ -867,6 +867,51 @@ class RewriteResult:
     tokens: dict[str, int] = field(default_factory=dict)
     prompt_version: str = ""
     seconds: float = 0.0
+    # The two rewritten sets matched on tokens again: tokens before (every kept rewrite) and after, and why not
+    tokens_before: dict[str, int] = field(default_factory=dict)
+    rematched: bool = False
+    rematch_note: str = ""
+    rematch_ks: float | None = None
+
+
+def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, length_bins: int) -> None:
+    """Matches OUT/enriched_rewrite and OUT/minimized_rewrite on tokens again (best-effort lengths) at the smaller of
+    the two rewritten totals: a rewrite changes each document's length, and not by the same factor on both sides.
+    Rewrites left out are listed in <variant>_rewrite/rejects/rematch_surplus.jsonl; each data file is replaced whole."""
+    tables = {v: pq.read_table(output / f"{v}_rewrite" / "data") for v in VARIANTS}
+    result.tokens_before = {v: int(sum(t.column("n_tokens").to_pylist())) for v, t in tables.items()}
+    target = min(result.tokens_before.values())
+    if target == 0:
+        result.rematch_note = "not re-matched: no rewrite was kept on one side"
+        return
+    # Rewrites in the order of their sources' draw, as the sets were: the re-match keeps the same sample.
+    pools = {v: [Candidate(r["id"], r["n_tokens"], None) for r in t.select(["id", "n_tokens"]).to_pylist()]
+             for v, t in tables.items()}
+    for v in VARIANTS:
+        order = {i: n for n, i in enumerate(pq.read_table(output / v / "data", columns=["id"]).column("id").to_pylist())}
+        pools[v].sort(key=lambda c: order.get(c.id, len(order)))
+    try:
+        ids_e, ids_m, report = match_pools(pools["enriched"], pools["minimized"], target, tolerance, length_bins,
+                                           length_match="best")
+    except CPTError as error:
+        result.rematch_note = f"not re-matched: {error}"
+        return
+    import pyarrow.compute as pc
+
+    for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
+        keep = set(ids)
+        table = tables[variant]
+        mask = pa.array([i in keep for i in table.column("id").to_pylist()])
+        path = output / f"{variant}_rewrite" / "data" / "train-00000.parquet"
+        pq.write_table(table.filter(mask), f"{path}{PARTIAL}")
+        with open(output / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl", "w") as surplus:
+            surplus.writelines(json.dumps({"reason": "rematch_surplus: left out to match the other set's tokens", **row})
+                               + "\n" for row in table.filter(pc.invert(mask)).select(["id", "n_tokens"]).to_pylist())
+        os.replace(f"{path}{PARTIAL}", path)
+        result.kept[variant] = len(keep)
+    result.tokens = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
+    result.rematched, result.rematch_ks = True, report.ks_statistic
+    result.rematch_note = f"re-matched at {target:,} tokens (the smaller rewritten total)"
 
 
 def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, tasks: int = 1, workers: int = 1,
@@ -1359,6 +1404,16 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
     save_card(card, output)
 
 
+def _rematch_table(result: RewriteResult, parameters: dict) -> str:
+    matched = parameters.get("matched_tokens") or {}
+    rows = [f"| {v} | {matched.get(v, 0):,} | {result.tokens_before.get(v, 0):,} | {result.tokens.get(v, 0):,} |"
+            for v in VARIANTS]
+    return (f"{result.rematch_note or 'not re-matched'}"
+            + (f"; length KS after the re-match {result.rematch_ks:.4f}" if result.rematch_ks is not None else "")
+            + f".\n\n| set | source tokens (budget {parameters['budget']:,}) | all kept rewrites | after the re-match |"
+            "\n|---|---|---|---|\n" + "\n".join(rows))
+
+
 def write_rewrite_card(output: Path, variant: str, result: RewriteResult, options: RewriteOptions, parameters: dict) -> None:
     from huggingface_hub import DatasetCardData
 
@@ -1389,12 +1444,14 @@ def write_rewrite_card(output: Path, variant: str, result: RewriteResult, option
         command=parameters["command"],
         sections=[("Dropped rewrites", f"{sum(dropped.values()):,} dropped (kept with the raw model output in "
                    "`rejects/rewrite.jsonl`):\n\n| reason | rows |\n|---|---|\n"
-                   + ("\n".join(f"| {k} | {v:,} |" for k, v in dropped.items()) or "| (none) | 0 |"))],
+                   + ("\n".join(f"| {k} | {v:,} |" for k, v in dropped.items()) or "| (none) | 0 |")),
+                  ("Token budgets before and after the re-match", _rematch_table(result, parameters))],
         fields=REWRITE_FIELDS,
         load=CPT_LOAD,
         limitations=f"Documents were cut to {options.max_doc_tokens:,} model tokens at a line break before rewriting, and "
                     f"generation was limited to {options.max_new_tokens:,} tokens. Token totals of the two rewritten sets "
-                    "are not re-matched. The rewriting model may drop or invent steps; nothing checks the rewrite against "
+                    "are re-matched where both sides kept rewrites (see above), below the source budget when the rewrites are "
+                    "shorter than their sources. The rewriting model may drop or invent steps; nothing checks the rewrite against "
                     "its source beyond its form.",
     )
     save_card(card, output)
@@ -1533,6 +1590,7 @@ def run_cpt(
         "solutions": solutions.summary() if solutions else None,
     }
     parameters["command"] = reproduce_command(parameters, spec, output, rewrite)
+    parameters["matched_tokens"] = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
     with duckdb.connect() as connection:
         for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
             destination = output / variant / "data" / "train-00000.parquet"
@@ -1552,6 +1610,7 @@ def run_cpt(
     if rewrite is not None:
         result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress,
                                      executor=executor)
+        rematch_rewrites(output, result.rewrite, tolerance, length_bins)
         for variant in VARIANTS:
             write_rewrite_card(output / f"{variant}_rewrite", variant, result.rewrite, rewrite, parameters)
         datasets += [f"{v}_rewrite" for v in VARIANTS]

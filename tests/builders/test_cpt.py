@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,6 +19,7 @@ from curate.builders.cpt import (
     CPTSelection,
     RewriteOptions,
     RewriteParseError,
+    RewriteResult,
     best_effort_targets,
     ks_statistic,
     load_packed_tokens,
@@ -26,6 +28,7 @@ from curate.builders.cpt import (
     pack_dataset,
     parse_rewrite,
     parse_token_count,
+    rematch_rewrites,
     run_cpt,
 )
 from curate.pipelines.readers import InputSpec
@@ -293,13 +296,18 @@ def test_rewrite_through_transformers_serve_counts_garbage(sample_tags, tiny_mod
         rejects = [json.loads(l) for l in (out / f"{variant}_rewrite" / "rejects" / "rewrite.jsonl").read_text().splitlines()]
         assert result.rewrite.kept[variant] == len(kept)
         assert sum(result.rewrite.dropped[variant].values()) == len(rejects)
-        assert sorted([r["id"] for r in kept] + [r["id"] for r in rejects]) == sorted(sources)
+        surplus_file = out / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl"
+        surplus = [json.loads(l) for l in surplus_file.read_text().splitlines()] if surplus_file.exists() else []
+        assert sorted([r["id"] for r in kept] + [r["id"] for r in rejects] + [r["id"] for r in surplus]) == sorted(sources)
+        # Every kept rewrite is counted before the re-match, in the set or in its surplus.
+        assert result.rewrite.tokens_before[variant] == sum(r["n_tokens"] for r in kept + surplus)
         assert all(r["reason"].startswith(("parse:", "request:")) for r in rejects)
         assert all(r["raw"] is not None for r in rejects if r["reason"].startswith("parse:"))
         for row in kept:  # whatever a random model produced, a kept row parsed
             assert row["question"] and row["answer"] and row["completion"].startswith("<think>")
         card = (out / f"{variant}_rewrite" / "README.md").read_text()
         assert f"{len(rejects):,} dropped" in card and "rewrite_v1-" in card
+        assert "Token budgets before and after the re-match" in card and result.rewrite.rematch_note in card
         assert "--rewrite" in assert_family_card(out / f"{variant}_rewrite" / "README.md", "cpt").text
 
 
@@ -482,3 +490,39 @@ def test_llm_solution_answers_are_parsed_or_rejected_with_a_reason(output, expec
     messages = prompt.messages("Find x if 2x = 4. x = 2.")
     user = messages[1]["content"]
     assert prompt.version.startswith("is_solution_v1-") and user.index("Find x") < user.index("contain_problem")
+
+
+def test_rewritten_sets_are_matched_on_tokens_again(tmp_path):
+    rng = random.Random(5)
+    lengths = {}
+    for variant, scale in (("enriched", 0.6), ("minimized", 1.1)):  # rewrites shorten traces, lengthen answers
+        ids = [f"{variant[0]}{i}" for i in range(400)]
+        (tmp_path / variant / "data").mkdir(parents=True)
+        pq.write_table(pa.table({"id": ids}), tmp_path / variant / "data" / "train-00000.parquet")
+        kept = [i for i in ids if rng.random() > 0.1]  # some rewrites were dropped
+        n = [int(rng.lognormvariate(5.5, 0.6) * scale) + 5 for _ in kept]
+        lengths[variant] = dict(zip(kept, n))
+        for folder in ("data", "rejects"):
+            (tmp_path / f"{variant}_rewrite" / folder).mkdir(parents=True)
+        pq.write_table(pa.table({"id": kept, "n_tokens": n, "text": ["x"] * len(kept)}),
+                       tmp_path / f"{variant}_rewrite" / "data" / "train-00000.parquet")
+    result = RewriteResult()
+    rematch_rewrites(tmp_path, result, tolerance=0.01, length_bins=10)
+    before = {v: sum(lengths[v].values()) for v in lengths}
+    assert result.rematched and result.tokens_before == before
+    target = min(before.values())
+    after = {}
+    for variant in lengths:
+        rows = pq.read_table(tmp_path / f"{variant}_rewrite" / "data").to_pylist()
+        surplus = [json.loads(l) for l in (tmp_path / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl").read_text().splitlines()]
+        assert sorted([r["id"] for r in rows] + [r["id"] for r in surplus]) == sorted(lengths[variant])
+        after[variant] = sum(lengths[variant][r["id"]] for r in rows)
+        assert abs(after[variant] - target) <= target / 100 and result.kept[variant] == len(rows)
+    assert result.tokens == after and abs(after["enriched"] - after["minimized"]) <= target / 200 + 1
+    # One side kept nothing: the sets stay as they are, and the card says why.
+    empty = tmp_path / "minimized_rewrite" / "data" / "train-00000.parquet"
+    pq.write_table(pa.table({"id": pa.array([], pa.string()), "n_tokens": pa.array([], pa.int64()),
+                             "text": pa.array([], pa.string())}), empty)
+    result = RewriteResult()
+    rematch_rewrites(tmp_path, result, tolerance=0.01, length_bins=10)
+    assert not result.rematched and "no rewrite was kept" in result.rematch_note
