@@ -2,9 +2,12 @@
 
 Output layout:
     OUT/data/train-00000.parquet, OUT/data/test-00000.parquet
-        SFT columns (query, completion in the TinyZero format), verl RL columns (data_source, prompt as
-        a chat list, ability, reward_model{style, ground_truth{target, numbers}}, extra_info) and the
-        project's RL columns (id, question, answer), plus what the trace is and what was found in it
+        SFT columns (query, completion), verl RL columns (data_source, prompt as a chat list, ability,
+        reward_model{style, ground_truth{target, numbers}}, extra_info{..., format_score}) and the project's
+        RL columns (id, question, answer, format_score), plus what the trace is and what was found in it.
+        SFT and RL rows carry ONE prompt: `query` is the TinyZero completion prompt (ending before
+        `<think>`), and `prompt` is that same text as the one user message, as TinyZero's own data has it;
+        `question` is its user turn, which already asks for the <answer> format
     OUT/README.md        card: variant, acceptance rate, behavior prevalence, answer accuracy, lengths
     OUT/rejects/rejects.jsonl   every trace the behavior check refused, and every problem that could not
                                 get a trace, with its reason
@@ -35,6 +38,7 @@ from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
 from curate.errors import CurateError
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
+from curate.rewards.registry import check_format_score
 
 CONTROLS = ("empty_cot", "placeholder_cot")
 ALL_VARIANTS = (*VARIANTS, *CONTROLS)
@@ -43,6 +47,12 @@ PARTIAL = ".partial"
 EMPTY_THINK = " "
 # Filler units tried in turn until one tokenizes to exactly the wanted count.
 FILLER_UNITS = (" .", ".", " …", " #", " -", "\n")
+
+# The reference study's problems (TinyZero's Countdown data: 3 or 4 numbers, each 1-100 as its generator draws
+# them, targets 10-100) as one name; a preset fills these fields, options given explicitly override it.
+PRESETS = {
+    "tinyzero": {"n_numbers": (3, 4), "number_range": (1, 100), "target_range": (10, 100)},
+}
 
 SYSTEM_PREAMBLE = (
     "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
@@ -61,13 +71,14 @@ ROW_SCHEMA = pa.schema([
         ("ground_truth", pa.struct([("target", pa.int64()), ("numbers", pa.list_(pa.int64()))])),
     ])),
     ("extra_info", pa.struct([("split", pa.string()), ("index", pa.int64()), ("variant", pa.string()),
-                              ("answers", pa.string())])),
+                              ("answers", pa.string()), ("format_score", pa.float64())])),
     ("query", pa.string()),
     ("completion", pa.string()),
     ("completion_answer", pa.string()),
     ("answer_correct", pa.bool_()),
     ("numbers", pa.list_(pa.int64())),
     ("target", pa.int64()),
+    ("format_score", pa.float64()),
     ("variant", pa.string()),
     ("answers", pa.string()),
     ("requested_behaviors", pa.list_(pa.string())),
@@ -96,10 +107,13 @@ class PrimingConfig:
     seed: int = 0
     writer: str = "symbolic"
     classifier: str = "cues"
-    n_numbers: int = 4
+    n_numbers: int | tuple[int, ...] = 4  # several sizes: each problem draws one of them
     number_range: tuple[int, int] = (1, 99)
     target_range: tuple[int, int] = (10, 100)
     integer_division: bool = True
+    # The Countdown reward's score for a well-formed wrong equation, carried by every row (verl
+    # extra_info.format_score); 0 by default, TinyZero's runs use 0.1.
+    format_score: float = 0.0
     max_dead_ends: int = 3
     tokenizer: str | None = None  # needed for placeholder_cot; also fills think_tokens
     placeholder_for: str = "all_strategies"
@@ -132,6 +146,23 @@ class PrimingConfig:
             raise PrimingError(f"--placeholder-for must be one of {', '.join(VARIANTS)}")
         if self.n < 0 or self.test_n < 0 or self.n + self.test_n == 0:
             raise PrimingError("ask for at least one row (--n / --test-n)")
+        sizes = self.sizes
+        if not sizes or any(not isinstance(k, int) or isinstance(k, bool) or not 2 <= k <= 6 for k in sizes):
+            raise PrimingError(f"--numbers takes problem sizes from 2 to 6 (e.g. 4 or 3,4), got {self.n_numbers!r}")
+        for name in ("number_range", "target_range"):
+            low, high = getattr(self, name)
+            if low > high or (name == "number_range" and low < 1):
+                raise PrimingError(f"--{name.replace('_', '-')} must be LOW,HIGH with 1 <= LOW <= HIGH, got {low},{high}")
+        try:
+            check_format_score(self.format_score)
+        except ValueError as error:
+            raise PrimingError(f"--format-score: {error}") from None
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The problem sizes drawn from (one for a plain --numbers N)."""
+        sizes = (self.n_numbers,) if isinstance(self.n_numbers, int) else tuple(self.n_numbers)
+        return tuple(dict.fromkeys(sizes))
 
     @property
     def requested(self) -> frozenset[Behavior]:
@@ -154,7 +185,21 @@ class PrimingResult:
 
 def tinyzero_query(problem: Problem) -> str:
     """The TinyZero base-model prompt; the completion starts at <think>."""
-    return f"{SYSTEM_PREAMBLE}\nUser: {countdown_question(problem)}\nAssistant: Let me solve this step by step.\n"
+    return tinyzero_prompt(countdown_question(problem))
+
+
+def tinyzero_prompt(user_turn: str) -> str:
+    """The TinyZero completion prompt around one user turn (for base models, sent without a chat template)."""
+    return f"{SYSTEM_PREAMBLE}\nUser: {user_turn}\nAssistant: Let me solve this step by step.\n"
+
+
+def apply_preset(name: str | None, explicit: dict) -> dict:
+    """The fields a preset sets, overridden by the ones given explicitly."""
+    if name is None:
+        return dict(explicit)
+    if name not in PRESETS:
+        raise PrimingError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    return {**PRESETS[name], **explicit}
 
 
 def completion_text(think: str, answer: str) -> str:
@@ -227,6 +272,7 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     seen: set = set()
     max_problems = config.max_attempts_factor * (config.n + config.test_n)
     drawn = 0
+    sizes = config.sizes
     oversample = config.llm_oversample if config.writer == "llm" else 1.0
     bar = _progress(progress, config.n + config.test_n, f"{config.variant} ({config.answers})")
     try:
@@ -238,7 +284,9 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
             # attempt budget while the behavior check still refuses some traces.
             while len(batch) < batch_size and drawn < max_problems and any(
                     sum(1 for _, s in batch if s == split) < quota[split] for split in wanted):
-                problem = generate_problem(rng, config.n_numbers, config.number_range, config.target_range,
+                # One size draws nothing extra, so a single-size build is the same as before sizes could mix.
+                size = sizes[0] if len(sizes) == 1 else rng.choice(sizes)
+                problem = generate_problem(rng, size, config.number_range, config.target_range,
                                            config.integer_division)
                 drawn += 1
                 if problem.key in seen:
@@ -317,21 +365,24 @@ def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, re
             continue
         completion = completion_text(think, answer)
         correct = score_countdown(completion, problem.ground_truth()) == 1.0
+        query = tinyzero_query(problem)  # the one prompt of the SFT and the RL columns
         kept.append((split, {
             "id": problem_id(problem),
             "question": countdown_question(problem),
             "answer": problem.solution,
             "data_source": DATA_SOURCE,
             "ability": "countdown",
-            "prompt": [{"role": "user", "content": countdown_question(problem)}],
+            "prompt": [{"role": "user", "content": query}],
             "reward_model": {"style": "rule", "ground_truth": problem.ground_truth()},
-            "extra_info": {"split": split, "index": 0, "variant": config.variant, "answers": config.answers},
-            "query": tinyzero_query(problem),
+            "extra_info": {"split": split, "index": 0, "variant": config.variant, "answers": config.answers,
+                           "format_score": config.format_score},
+            "query": query,
             "completion": completion,
             "completion_answer": answer,
             "answer_correct": correct,
             "numbers": list(problem.numbers),
             "target": problem.target,
+            "format_score": config.format_score,
             "variant": config.variant,
             "answers": config.answers,
             "requested_behaviors": sorted(b.value for b in requested),
@@ -502,17 +553,20 @@ def distinct_ngram_rate(texts, n: int = 4) -> float | None:
 
 
 FIELDS = [
-    ("`query`", "string", "SFT prompt in the TinyZero format, ending before `<think>`"),
+    ("`query`", "string", "the prompt, in the TinyZero completion format, ending before `<think>`; the SFT prompt "
+                          "and the content of `prompt`"),
     ("`completion`", "string", "`<think>` … `</think>` then `<answer>` … `</answer>`"),
     ("`data_source`", "string", f"`{DATA_SOURCE}`: the registered reward that grades the answer"),
-    ("`prompt`", "list of {role, content}", "verl chat prompt"),
+    ("`prompt`", "list of {role, content}", "verl prompt: `query` as the one user message (as TinyZero's data)"),
     ("`ability`", "string", "task family"),
     ("`reward_model`", "struct{style, ground_truth{target, numbers}}", "what verl passes to the reward"),
-    ("`extra_info`", "struct{split, index, variant, answers}", "verl bookkeeping"),
+    ("`extra_info`", "struct{split, index, variant, answers, format_score}", "verl bookkeeping; `format_score` is "
+                                                                             "read by the Countdown reward"),
     ("`id`, `question`, `answer`", "string", "problem id, question, a reference solution"),
     ("`completion_answer`, `answer_correct`", "string, bool", ("the expression the completion gives, and whether it "
                                                               "reaches the target")),
     ("`numbers`, `target`", "list of int64, int64", "the problem"),
+    ("`format_score`", "float64", "reward of a well-formed wrong equation (0, or TinyZero's 0.1)"),
     ("`variant`, `answers`, `requested_behaviors`", "string, string, list of string", "what the trace was asked to show"),
     ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32",
      "sentences the classifier found showing each behavior in the trace"),
@@ -529,12 +583,14 @@ def reproduce_command(config: PrimingConfig, output: Path, dedup: bool, decontam
 
     command = ["curate", "priming", "--variant", config.variant, "--answers", config.answers, "--n", str(config.n),
                "--test-n", str(config.test_n), "--seed", str(config.seed), "--writer", config.writer,
-               "--classifier", config.classifier, "--numbers", str(config.n_numbers),
+               "--classifier", config.classifier, "--numbers", ",".join(map(str, config.sizes)),
                "--number-range", f"{config.number_range[0]},{config.number_range[1]}",
                "--target-range", f"{config.target_range[0]},{config.target_range[1]}",
                "--max-dead-ends", str(config.max_dead_ends), "--output", str(output)]
     if not config.integer_division:
         command.append("--fractional-division")
+    if config.format_score:
+        command += ["--format-score", f"{config.format_score:g}"]
     if config.tokenizer:
         command += ["--tokenizer", config.tokenizer]
     if config.variant == "placeholder_cot":
@@ -608,9 +664,13 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
     card = render_card(
         card_data,
         summary=f"{stats['kept']:,} Countdown priming examples, variant `{config.variant}`, {config.answers} answers.",
-        method=f"Countdown problems were generated solvable by construction (confirmed by an exhaustive solver); "
+        method=f"Countdown problems of {' or '.join(map(str, config.sizes))} numbers in {config.number_range[0]}-"
+               f"{config.number_range[1]} with targets in {config.target_range[0]}-{config.target_range[1]} were "
+               f"generated solvable by construction (confirmed by an exhaustive solver); "
                f"{writer_description} Every trace was then classified with `{classifier}` and kept only when it showed "
-               f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}.",
+               f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}. Every row carries "
+               f"`format_score` {config.format_score:g} for the Countdown reward (the score of a well-formed wrong "
+               "equation; TinyZero's runs use 0.1), and one prompt, the TinyZero completion prompt, for SFT and RL.",
         parameters=[(k, v) for k, v in vars(config).items()],
         command=reproduce_command(config, output, dedup, decontam, benchmarks_dir),
         sections=[("Behavior check", acceptance), ("Splits", "\n".join(split_table)),

@@ -210,19 +210,27 @@ def multihop(
 
 @app.command()
 def priming(
+    ctx: typer.Context,
     variant: Annotated[str, typer.Option(help="all_strategies, only_backtracking, backtracking_verification, "
                                          "backtracking_subgoal, backtracking_backward, negative_control, empty_cot, "
                                          "placeholder_cot; a comma list or 'all' builds each into OUTPUT/VARIANT.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
-    answers: Annotated[str, typer.Option(help="correct, or incorrect (well-formed expressions with a wrong value).")] = "correct",
+    answers: Annotated[str, typer.Option(help="correct; incorrect (well-formed expressions with a wrong value, from natural "
+                                         "failures); any (the search's own accuracy, as the reference's main sets).")] = "correct",
     n: Annotated[int, typer.Option("--n", help="Training rows.", min=0)] = 1000,
     test_n: Annotated[int, typer.Option(help="Test rows (no problem is in both splits).", min=0)] = 100,
     writer: Annotated[str, typer.Option(help="symbolic (the solver's search narrated) or llm (a teacher model).")] = "symbolic",
     classifier: ClassifierOption = "cues",
-    numbers: Annotated[int, typer.Option(help="Numbers per problem.", min=2, max=6)] = 4,
+    numbers: Annotated[str, typer.Option(help="Numbers per problem (2-6); a comma list mixes sizes, e.g. 3,4.")] = "4",
     number_range: Annotated[str, typer.Option(help="LOW,HIGH of the numbers.")] = "1,99",
     target_range: Annotated[str, typer.Option(help="LOW,HIGH of the target.")] = "10,100",
+    preset: Annotated[Optional[str], typer.Option(help="tinyzero: the reference study's problems (3 or 4 numbers in "
+                                                "1-100, targets 10-100); --numbers/--number-range/--target-range "
+                                                "given explicitly override it.")] = None,
     fractional_division: Annotated[bool, typer.Option(help="Allow divisions with a fractional result.")] = False,
+    format_score: Annotated[float, typer.Option(help="Countdown reward of a well-formed wrong equation, carried by every "
+                                                "row (verl extra_info.format_score); TinyZero's runs use 0.1.",
+                                                min=0.0)] = 0.0,
     max_dead_ends: Annotated[int, typer.Option(help="Most dead ends a backtracking trace narrates.", min=1)] = 3,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer (hub name or local dir) for placeholder_cot "
                                                      "lengths and token statistics.")] = None,
@@ -253,8 +261,10 @@ def priming(
         curate priming --variant backtracking_verification --writer llm --model Qwen/Qwen2.5-72B-Instruct --backend vllm --n 1000 -o priming/bv_llm
 
         curate priming --variant all_strategies --dedup --decontam gsm8k --benchmarks-dir ../shared/data -o priming/bt
+
+        curate priming --variant all_strategies --answers any --preset tinyzero --format-score 0.1 -o priming/tz
     """
-    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, run_priming
+    from curate.builders.priming import ALL_VARIANTS, PrimingConfig, PrimingError, apply_preset, run_priming
 
     def pair(text: str, name: str) -> tuple[int, int]:
         try:
@@ -262,6 +272,22 @@ def priming(
         except ValueError:
             fail(f"--{name} takes LOW,HIGH, got {text!r}")
         return low, high
+
+    try:
+        sizes = tuple(int(part) for part in numbers.split(",") if part.strip())
+    except ValueError:
+        fail(f"--numbers takes a size or a comma list of sizes (4, or 3,4), got {numbers!r}")
+    given = {"n_numbers": sizes[0] if len(sizes) == 1 else sizes, "number_range": pair(number_range, "number-range"),
+             "target_range": pair(target_range, "target-range")}
+    # A preset sets the problem space; an option typed on the command line wins over it. (By name: typer ships its
+    # own copy of click, whose ParameterSource is another class than click's.)
+    typed = {"n_numbers": "numbers", "number_range": "number_range", "target_range": "target_range"}
+    explicit = {k: v for k, v in given.items() if preset is None or
+                getattr(ctx.get_parameter_source(typed[k]), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
+    try:
+        space = {**given, **apply_preset(preset, explicit)}
+    except PrimingError as error:
+        fail(str(error))
 
     variants = list(ALL_VARIANTS) if variant.strip() == "all" else [v.strip() for v in variant.split(",") if v.strip()]
     if variant.strip() == "all" and not tokenizer:
@@ -271,8 +297,7 @@ def priming(
     for name in variants:
         config = PrimingConfig(
             variant=name, answers=answers, n=n, test_n=test_n, seed=seed, writer=writer, classifier=classifier,
-            n_numbers=numbers, number_range=pair(number_range, "number-range"),
-            target_range=pair(target_range, "target-range"), integer_division=not fractional_division,
+            **space, integer_division=not fractional_division, format_score=format_score,
             max_dead_ends=max_dead_ends, tokenizer=tokenizer, placeholder_for=placeholder_for,
             llm={"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "temperature": temperature,
                  "max_tokens": max_trace_tokens, "concurrency": concurrency} if writer == "llm" else None,

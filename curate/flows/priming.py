@@ -26,7 +26,11 @@ class PrimingParameters(BaseModel):
     n_numbers: int | tuple[int, ...] = Field(4, description="Numbers per problem (2-6); several sizes mix, e.g. (3, 4).")
     number_range: tuple[int, int] = (1, 99)
     target_range: tuple[int, int] = (10, 100)
+    preset: str | None = Field(None, description="tinyzero: the reference's problems (3 or 4 numbers in 1-100, targets "
+                                                 "10-100); n_numbers/number_range/target_range set here override it.")
     integer_division: bool = True
+    format_score: float = Field(0.0, ge=0, lt=1, description="Countdown reward of a well-formed wrong equation "
+                                                             "(extra_info.format_score); TinyZero's runs use 0.1.")
     max_dead_ends: int = Field(3, ge=1)
     tokenizer: str | None = Field(None, description="Hub name or local directory; needed by placeholder_cot.")
     placeholder_for: str = "all_strategies"
@@ -60,7 +64,11 @@ class PrimingParameters(BaseModel):
         names = self.variant_names()
         if not names:
             raise ValueError("variants is empty")
-        shared = self.model_dump(exclude={"variants", "output", "cleaning"})
+        from curate.builders.priming import apply_preset
+
+        shared = self.model_dump(exclude={"variants", "output", "cleaning", "preset"})
+        space = ("n_numbers", "number_range", "target_range")
+        shared.update(apply_preset(self.preset, {k: shared[k] for k in space if k in self.model_fields_set or not self.preset}))
         output = Path(self.output)
         return [(str(output / name if len(names) > 1 else output), PrimingConfig(variant=name, **shared))
                 for name in names]

@@ -5,7 +5,10 @@ file-name prefix) or a parquet file / folder of parquet files. Rows need `id`, `
 target, `answer` / `ground_truth` (the reward's ground truth; `ground_truth` wins, then a verl-style
 `reward_model.ground_truth`, then `answer`),
 `data_source` (a registered reward), a completion (`completion`, `response`, `trace`, `output` or
-`solution`) or `text`.
+`solution`) or `text`. A dataset that carries its finished prompt in `query` (priming: the TinyZero prompt its
+SFT and RL rows share) is exported with that prompt, so every target sees the prompt the builder wrote. The
+answer-format instruction is appended only when the prompt does not already ask for that format (it holds the
+instruction or the reward's marker, e.g. `<answer>` or `\\boxed`): an instruction is never given twice.
 
 Targets (columns written):
     verl      data_source, prompt (chat list), ability, reward_model{style, ground_truth},
@@ -121,6 +124,8 @@ class Exporter:
         self.system = system
         self.gold = _ground_truth_column(schema)
         self.completion = _completion_column(schema)
+        query = schema.field("query").type if "query" in schema.names else None
+        self.prompt_column = "query" if query is not None and pa.types.is_string(query) else "question"
         needed = {"verl": ["question", "data_source"], "trl": ["question", "data_source"],
                   "openrlhf": ["question", "data_source"], "sft": ["question"], "cpt": []}[target]
         missing = [c for c in needed if c not in schema.names]
@@ -133,7 +138,7 @@ class Exporter:
         if missing:
             raise ExportError(f"the dataset has no {', '.join(missing)} column; {target} needs it")
         used = {"question", "answer", "ground_truth", "data_source", "ability", "id", "prompt", "text", "split", "index",
-                self.completion}
+                self.completion, self.prompt_column}
         self.extra = [f for f in schema if f.name not in used and any(test(f.type) for test in SCALAR)]
         self.schema = self._schema(schema)
 
@@ -158,8 +163,18 @@ class Exporter:
         question = row.get("question")
         if not isinstance(question, str) or not question.strip():
             raise RowRejected("empty question")
-        instruction = reward.instruction if self.instruction is None and reward else self.instruction
-        return f"{question.strip()}\n\n{instruction}" if instruction else question.strip()
+        prompt = row.get(self.prompt_column)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise RowRejected(f"empty {self.prompt_column}")
+        # A built prompt keeps its own ending (TinyZero's ends in a newline before <think>); a question is stripped.
+        prompt = prompt if self.prompt_column == "query" else prompt.strip()
+        if self.instruction is None:
+            if reward is None or reward.asked_in(prompt):
+                return prompt
+            return f"{prompt}\n\n{reward.instruction}"
+        if not self.instruction or self.instruction.strip() in prompt:
+            return prompt
+        return f"{prompt}\n\n{self.instruction}"
 
     def _messages(self, text: str) -> list[dict]:
         system = [{"role": "system", "content": self.system}] if self.system else []

@@ -36,6 +36,14 @@ class Reward:
     instruction: str  # what a prompt must ask for so that this reward can read the answer
     description: str
     function: ScoreFunction
+    # What a prompt that already asks for this reward's answer format contains (e.g. "<answer>"); `curate export`
+    # then appends no instruction of its own, so that an instruction is never given twice.
+    marker: str = ""
+
+    def asked_in(self, prompt: str, instruction: str | None = None) -> bool:
+        """Whether PROMPT already asks for the answer format: it holds the instruction or the reward's marker."""
+        instruction = self.instruction if instruction is None else instruction
+        return bool(instruction.strip() and instruction.strip() in prompt) or bool(self.marker and self.marker in prompt)
 
     def score(
         self, solution_str: str, ground_truth: Any, extra_info: dict | None = None, extraction: Extraction = DEFAULT
@@ -46,9 +54,9 @@ class Reward:
 REWARDS: dict[str, Reward] = {}
 
 
-def register(data_source: str, *, ability: str, instruction: str, description: str):
+def register(data_source: str, *, ability: str, instruction: str, description: str, marker: str = ""):
     def decorate(function: ScoreFunction) -> ScoreFunction:
-        REWARDS[data_source] = Reward(data_source, ability, instruction, description, function)
+        REWARDS[data_source] = Reward(data_source, ability, instruction, description, function, marker)
         return function
 
     return decorate
@@ -103,6 +111,7 @@ def answer_score(solution_str: str, gold: str | None, extraction: Extraction) ->
     "curate/math",
     ability="math",
     instruction="Put your final answer within \\boxed{}.",
+    marker="\\boxed",
     description="math-object equivalence of the final answer (math-verify: fractions, radicals, sets, intervals, "
     "equations, units and percentages normalized)",
 )
@@ -114,6 +123,7 @@ def math_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT)
     "curate/mcqa_open",
     ability="math",
     instruction="Put your final answer within \\boxed{}.",
+    marker="\\boxed",
     description="open answer converted from multiple choice: the correct option's content, compared as math or text",
 )
 def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
@@ -124,6 +134,7 @@ def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEF
     "curate/multihop",
     ability="math",
     instruction="Solve every step in order and put only the final answer within \\boxed{}.",
+    marker="\\boxed",
     description="final answer of the last hop (ground truth: a string, a list of hop answers, or "
     "{'final_answer' | 'answer': ...}), compared as math or text",
 )
@@ -148,6 +159,7 @@ def answer_letter(answer: str) -> str | None:
     "curate/mcqa",
     ability="mcqa",
     instruction="Answer with the letter of the correct option within \\boxed{}.",
+    marker="\\boxed",
     description="multiple choice: the chosen option letter equals the gold letter",
 )
 def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
@@ -166,6 +178,7 @@ def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT)
     ability="countdown",
     instruction="Show your work, then give the final equation in <answer> </answer> tags, for example "
     "<answer> (1 + 2) / 3 </answer>.",
+    marker="<answer>",
     description="Countdown: the equation uses each given number once and evaluates to the target "
     "(curate.puzzles.countdown.score_countdown)",
 )

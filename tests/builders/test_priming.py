@@ -120,7 +120,10 @@ def test_rows_follow_verl_and_sft_formats(tmp_path):
     assert set(dataset) == {"train", "test"}
     row = dataset["train"][0]
     assert row["data_source"] == "curate/countdown"
-    assert row["prompt"] == [{"role": "user", "content": row["question"]}]
+    # One prompt for SFT and RL: the TinyZero completion prompt is the query and the one user message.
+    assert row["prompt"] == [{"role": "user", "content": row["query"]}]
+    assert row["query"].count(row["question"]) == 1 and row["query"].count("<answer>") == 2  # asked once, with its example
+    assert row["format_score"] == 0.0 and row["extra_info"]["format_score"] == 0.0
     assert row["reward_model"]["style"] == "rule"
     assert set(row["reward_model"]["ground_truth"]) == {"target", "numbers"}
     assert row["extra_info"]["split"] == "train" and row["extra_info"]["index"] == 0
@@ -224,3 +227,60 @@ def test_strategy_and_voice_choices_vary():
     assert {t.voice for t in traces} == {"terse", "explanatory", "conversational"}
     backward = write_trace(problem, VARIANTS["backtracking_backward"], random.Random(0))
     assert backward.strategy == "backward"
+
+
+def test_tinyzero_preset_mixes_sizes_and_rows_carry_the_format_score(tmp_path):
+    from curate.builders.priming import apply_preset
+    from curate.rewards import compute_score
+
+    space = apply_preset("tinyzero", {})
+    assert space == {"n_numbers": (3, 4), "number_range": (1, 100), "target_range": (10, 100)}
+    result = run_priming(PrimingConfig(variant="only_backtracking", answers="any", n=24, test_n=4, seed=2,
+                                       format_score=0.1, **space), tmp_path, progress=False)
+    rows = _rows(tmp_path)
+    assert result.rows == {"train": 24, "test": 4}
+    assert {len(r["numbers"]) for r in rows} == {3, 4}
+    assert all(1 <= n <= 100 for r in rows for n in r["numbers"]) and all(10 <= r["target"] <= 100 for r in rows)
+    for row in rows:
+        assert row["format_score"] == row["extra_info"]["format_score"] == 0.1
+        truth = row["reward_model"]["ground_truth"]
+        numbers = truth["numbers"]
+        # A well-formed equation over the numbers with another value earns the row's format score, through verl's entry.
+        wrong = " + ".join(map(str, numbers))
+        expected = 1.0 if sum(numbers) == truth["target"] else 0.1
+        assert compute_score(row["data_source"], f"<answer> {wrong} </answer>", truth, row["extra_info"]) == expected
+        assert compute_score(row["data_source"], "no answer", truth, row["extra_info"]) == 0.0
+    card = (tmp_path / "README.md").read_text()
+    assert "--numbers 3,4" in card and "--format-score 0.1" in card and "3 or 4 numbers in 1-100" in card
+    # A preset is overridden by what is given explicitly.
+    assert apply_preset("tinyzero", {"n_numbers": 3})["n_numbers"] == 3
+    with pytest.raises(PrimingError, match="unknown preset"):
+        apply_preset("deepseek", {})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"n_numbers": (3, 7)}, "--numbers"), ({"n_numbers": ()}, "--numbers"), ({"format_score": 1.0}, "--format-score"),
+    ({"format_score": -0.1}, "--format-score"), ({"number_range": (0, 9)}, "--number-range"),
+    ({"target_range": (50, 10)}, "--target-range"),
+])
+def test_bad_problem_space_or_format_score_is_refused(change, message):
+    with pytest.raises(PrimingError, match=message):
+        PrimingConfig(variant="only_backtracking", **change).validate()
+
+
+def test_cli_priming_preset_options_and_format_score(tmp_path):
+    from typer.testing import CliRunner
+
+    from curate.cli import app
+
+    out = tmp_path / "tz"
+    result = CliRunner().invoke(app, ["priming", "--variant", "negative_control", "--answers", "any", "--preset", "tinyzero",
+                                      "--numbers", "3", "--format-score", "0.1", "--n", "6", "--test-n", "2", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = _rows(out)
+    assert len(rows) == 8 and {len(r["numbers"]) for r in rows} == {3}  # --numbers wins over the preset's 3,4
+    assert all(1 <= n <= 100 for r in rows for n in r["numbers"]) and {r["format_score"] for r in rows} == {0.1}
+    parameters = json.loads((out / ".curate" / "parameters.json").read_text())
+    assert parameters["number_range"] == [1, 100] and parameters["answers"] == "any"
+    bad = CliRunner().invoke(app, ["priming", "--variant", "negative_control", "--numbers", "3,x", "-o", str(tmp_path / "b")])
+    assert bad.exit_code != 0 and "--numbers" in bad.output

@@ -109,3 +109,43 @@ def test_missing_columns_are_a_clear_error(tmp_path):
         run_export(path, "megatron", tmp_path / "y", progress=False)
     run_export(path, "cpt", tmp_path / "z", progress=False)
     assert load(tmp_path / "z")["train"][0]["text"] == "hello"
+
+
+def test_priming_prompt_is_exported_as_built_and_the_instruction_is_never_repeated(tmp_path):
+    from curate.builders.priming import PrimingConfig, run_priming
+
+    built = tmp_path / "priming"
+    run_priming(PrimingConfig(variant="only_backtracking", n=3, test_n=1, seed=4, format_score=0.1), built, progress=False)
+    source = {r["id"]: r for r in pq.read_table(built / "data").to_pylist()}
+    instruction = "Show your work, then give the final equation"  # the Countdown reward's own instruction
+    run_export(built, "sft", tmp_path / "sft", progress=False)
+    for row in pq.read_table(tmp_path / "sft" / "data").to_pylist():
+        assert row["query"] == source[row["id"]]["query"] and instruction not in row["query"]
+    run_export(built, "verl", tmp_path / "verl", progress=False)
+    for row in pq.read_table(tmp_path / "verl" / "data").to_pylist():
+        original = source[row["extra_info"]["id"]]
+        assert row["prompt"] == original["prompt"]  # SFT and RL see the same prompt, the builder's
+        assert row["extra_info"]["format_score"] == 0.1 and "query" not in row["extra_info"]
+        truth = row["reward_model"]["ground_truth"]
+        wrong = " + ".join(map(str, truth["numbers"]))
+        expected = 1.0 if sum(truth["numbers"]) == truth["target"] else 0.1
+        assert compute_score(row["data_source"], f"<answer> {wrong} </answer>", truth, row["extra_info"]) == expected
+
+
+def test_a_question_that_already_asks_for_the_format_gets_no_second_instruction(tmp_path):
+    rows = [{"id": "a", "question": "What is 2 + 2? Put your final answer within \\boxed{}.", "answer": "4",
+             "data_source": "curate/math", "completion": "\\boxed{4}"},
+            {"id": "b", "question": "What is 3 + 3? Give it as \\boxed{n}.", "answer": "6",
+             "data_source": "curate/math", "completion": "\\boxed{6}"},
+            {"id": "c", "question": "What is 4 + 4?", "answer": "8", "data_source": "curate/math", "completion": "\\boxed{8}"}]
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    for target in ("sft", "verl"):
+        run_export(path, target, tmp_path / target, progress=False)
+        out = pq.read_table(tmp_path / target / "data").to_pylist()
+        prompts = [r["query"] if target == "sft" else r["prompt"][-1]["content"] for r in out]
+        assert prompts[0] == rows[0]["question"] and prompts[1] == rows[1]["question"]
+        assert prompts[2] == rows[2]["question"] + "\n\nPut your final answer within \\boxed{}."
+    # An explicit instruction is appended unless the prompt already holds it.
+    run_export(path, "sft", tmp_path / "explicit", instruction="Think step by step.", progress=False)
+    assert [r["query"].count("Think step by step.") for r in pq.read_table(tmp_path / "explicit" / "data").to_pylist()] == [1, 1, 1]
