@@ -512,11 +512,11 @@ def test_rewritten_sets_are_matched_on_tokens_again(tmp_path):
     assert result.rematched and result.tokens_before == before
     target = min(before.values())
     after = {}
-    for variant in lengths:
+    for variant, sizes in lengths.items():
         rows = pq.read_table(tmp_path / f"{variant}_rewrite" / "data").to_pylist()
         surplus = [json.loads(l) for l in (tmp_path / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl").read_text().splitlines()]
-        assert sorted([r["id"] for r in rows] + [r["id"] for r in surplus]) == sorted(lengths[variant])
-        after[variant] = sum(lengths[variant][r["id"]] for r in rows)
+        assert sorted([r["id"] for r in rows] + [r["id"] for r in surplus]) == sorted(sizes)
+        after[variant] = sum(sizes[r["id"]] for r in rows)
         assert abs(after[variant] - target) <= target / 100 and result.kept[variant] == len(rows)
     assert result.tokens == after and abs(after["enriched"] - after["minimized"]) <= target / 200 + 1
     # One side kept nothing: the sets stay as they are, and the card says why.
