@@ -362,7 +362,7 @@ def filter_passrate(
 
 @app.command("audit-policy")
 def audit_policy(
-    model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
+    model: Annotated[Optional[str], typer.Option(help="The policy: hub name or local directory (or --checkpoints).")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Report, samples and prompts.")] = Path("policy-audit"),
     task: Annotated[Optional[str], typer.Option(help="Generated task: countdown (default unless --dataset).")] = None,
     dataset: Annotated[Optional[Path], typer.Option(help="Prompts from a built dataset with RL columns instead of a task.")] = None,
@@ -381,6 +381,13 @@ def audit_policy(
     tp: TensorParallelOption = 1,
     dp: DataParallelOption = 1,
     server_arg: ServerArgOption = None,
+    checkpoints: Annotated[Optional[str], typer.Option(help="A glob of checkpoint directories of one training run "
+                                                       "('ckpts/step_*'): one audit each, in step order, into "
+                                                       "OUTPUT/<checkpoint>, and plots of behaviors and accuracy over "
+                                                       "steps.")] = None,
+    prompt_format: Annotated[str, typer.Option(help="chat (messages, /v1/chat/completions) or tinyzero (the raw "
+                                               "TinyZero completion prompt through /v1/completions, for base "
+                                               "models).")] = "chat",
 ) -> None:
     """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy.
 
@@ -389,19 +396,35 @@ def audit_policy(
         curate audit-policy --model Qwen/Qwen2.5-3B --task countdown --n 200 --backend vllm
 
         curate audit-policy --model Qwen/Qwen2.5-1.5B-Instruct --dataset datasets/math --n 100 --k 4 --device cpu
-    """
-    from curate.handoff.policy_audit import run_policy_audit
 
-    options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system, device,
-                                concurrency, tp, dp, server_arg)
-    result = run_policy_audit(output, options, task=task or (None if dataset else "countdown"), dataset=dataset, n=n,
-                              seed=seed, classifier=classifier)
+        curate audit-policy --checkpoints 'ckpts/step_*' --prompt-format tinyzero --task countdown --n 200 --backend vllm -o audits/run1
+    """
+    import dataclasses
+
+    from curate.handoff.policy_audit import run_checkpoint_sweep, run_policy_audit
+
+    if (model is None) == (checkpoints is None):
+        fail("give the policy as --model M, or a training run's checkpoints as --checkpoints 'ckpts/step_*'")
+    options = sampling_options(model or "checkpoint", k, backend, endpoint_url, temperature, top_p, max_tokens, None,
+                                system, device, concurrency, tp, dp, server_arg)
+    options = dataclasses.replace(options, prompt_format=prompt_format)
+    audit = {"task": task or (None if dataset else "countdown"), "dataset": dataset, "n": n, "seed": seed,
+             "classifier": classifier}
     pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    if checkpoints is not None:
+        sweep = run_checkpoint_sweep(checkpoints, output, options, **audit)
+        rows = [(f"step {step}", f"accuracy {pct(a.accuracy)}; " + ", ".join(
+                    f"{b} {pct(r.rate)} / {'-' if r.mean_count is None else f'{r.mean_count:.2f}'}"
+                    for b, r in a.behaviors.items())) for step, a in zip(sweep.steps, sweep.audits)]
+        rows += [("plot", str(output / "behaviors_over_steps.png")), ("report", str(output / "README.md"))]
+        return summary(f"Behaviors over {len(sweep.steps)} checkpoints of {checkpoints} (share / mean count)", rows)
+    result = run_policy_audit(output, options, **audit)
     rows = [("samples / prompts", f"{result.samples:,} / {result.prompts:,}"),
             ("accuracy", f"{pct(result.accuracy)} ({result.correct:,} / {result.scored:,} scored)"),
             ("cut at the token limit / empty / request errors", f"{result.truncated:,} / {result.empty:,} / {result.request_errors:,}"),
             ("samples without behavior labels", f"{result.unlabelled:,}")]
-    rows += [(f"{b}", f"{pct(r.rate)} of outputs; accuracy {pct(r.accuracy_with)} with, {pct(r.accuracy_without)} without")
+    rows += [(f"{b}", f"{pct(r.rate)} of outputs, {'-' if r.mean_count is None else f'{r.mean_count:.2f}'} per output; "
+                      f"accuracy {pct(r.accuracy_with)} with, {pct(r.accuracy_without)} without")
              for b, r in result.behaviors.items()]
     rows.append(("report", str(output / "README.md")))
     summary(f"Behavior audit of {model} on {result.task} ({result.classifier})", rows)

@@ -68,3 +68,33 @@ def plot_length_histograms(lengths: dict[str, list[int]], path: str | Path, unit
     plt.close(figure)
     tmp.replace(path)
     return path
+
+
+def plot_behaviors_over_steps(steps: list[int], series: dict[str, dict[str, list]], accuracy: list, path: str | Path,
+                              title: str = "") -> Path:
+    """The reference study's figure for a training run: per behavior, the share of responses showing it and its
+    mean count per response, and the accuracy, against the training step (None: not measured at that step)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, (share, mean, acc) = plt.subplots(1, 3, figsize=(14, 3.8))
+    as_float = lambda values: [np.nan if v is None else v for v in values]  # noqa: E731
+    for behavior in BEHAVIOR_NAMES:
+        share.plot(steps, [100 * v for v in as_float(series[behavior]["rate"])], marker="o", label=behavior)
+        mean.plot(steps, as_float(series[behavior]["mean_count"]), marker="o", label=behavior)
+    acc.plot(steps, [100 * v for v in as_float(accuracy)], marker="o", color="black")
+    for axis, label in ((share, "% of responses showing it"), (mean, "mean count per response"), (acc, "accuracy (%)")):
+        axis.set_xlabel("training step")
+        axis.set_ylabel(label)
+        axis.grid(alpha=0.3)
+    share.set_title("Behavior presence")
+    mean.set_title("Behavior count")
+    acc.set_title("Accuracy")
+    share.legend(fontsize=8)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    tmp = path.with_name(path.stem + ".partial.png")
+    figure.savefig(tmp, dpi=110)
+    plt.close(figure)
+    tmp.replace(path)
+    return path

@@ -41,6 +41,7 @@ from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
+from curate.builders.priming import tinyzero_prompt
 from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
@@ -52,6 +53,7 @@ from curate.rewards.registry import get_reward
 STATE = ".curate"
 RESULTS_KEY = "curate_samples"
 SAMPLING_CONFIG = "sampling.json"
+PROMPT_FORMATS = ("chat", "tinyzero")
 
 SAMPLE = pa.struct([("text", pa.string()), ("reward", pa.float64()), ("finish_reason", pa.string()), ("error", pa.string())])
 RATES_SCHEMA = pa.schema([
@@ -94,8 +96,15 @@ class SamplingOptions:
     request_timeout: float = 600.0
     records_per_chunk: int = 500
     device: str = "auto"
+    # chat: messages through /v1/chat/completions; tinyzero: the raw TinyZero completion prompt through
+    # /v1/completions, for base models (the reference study prompted them so)
+    prompt_format: str = "chat"
 
     def validate(self, gpus_per_task: int = 0) -> None:
+        if self.prompt_format not in PROMPT_FORMATS:
+            raise PassRateError(f"--prompt-format must be one of {', '.join(PROMPT_FORMATS)}, got {self.prompt_format!r}")
+        if self.prompt_format == "tinyzero" and self.system:
+            raise PassRateError("--system has no place in the TinyZero completion prompt (it has its own preamble)")
         if self.k < 1:
             raise PassRateError("--k must be at least 1")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
@@ -118,14 +127,16 @@ class SamplingOptions:
     def inference_config(self, log_folder: str, gpus_per_task: int = 0):
         base = inference_config(self._server_options(), log_folder, gpus_per_task)
         return dataclasses.replace(
-            base, rollouts_per_document=self.k, max_concurrent_documents=None,
+            base, rollouts_per_document=self.k, max_concurrent_documents=None, use_chat=self.prompt_format == "chat",
             default_generation_params={"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens},
         )
 
     def fingerprint(self) -> dict:
         """What the samples depend on: a rerun with other values must not mix its samples with these."""
+        # prompt_format only when not the default: samples written before the option existed still match.
         return {"model": self.model, "k": self.k, "temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens": self.max_tokens, "instruction": self.instruction, "system": self.system}
+                "max_tokens": self.max_tokens, "instruction": self.instruction, "system": self.system,
+                **({"prompt_format": self.prompt_format} if self.prompt_format != "chat" else {})}
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -144,9 +155,10 @@ class PromptReader(PipelineStep):
     type = "📖 - READER"
 
     def __init__(self, dataset: str, rejects_folder: str, instruction: str | None, system: str | None,
-                 limit: int = -1, batch_size: int = 1024):
+                 limit: int = -1, batch_size: int = 1024, prompt_format: str = "chat"):
         super().__init__()
         self.dataset, self.rejects_folder = dataset, rejects_folder
+        self.prompt_format = prompt_format
         self.instruction, self.system = instruction, system
         self.limit, self.batch_size = limit, batch_size
 
@@ -177,9 +189,14 @@ class PromptReader(PipelineStep):
                             continue
                         emitted += 1
                         self.stat_update("prompts")
-                        yield Document(text=prompt["prompt"][-1]["content"], id=key, metadata={
+                        user = prompt["prompt"][-1]["content"]
+                        # tinyzero: a dataset's own TinyZero prompt (priming's query) as it is, any other user turn
+                        # inside the TinyZero template.
+                        raw = None if self.prompt_format == "chat" else (
+                            user if exporter.prompt_column == "query" else tinyzero_prompt(user))
+                        yield Document(text=user, id=key, metadata={
                             "row_id": prompt["id"], "split": split, "data_source": prompt["data_source"],
-                            "messages": prompt["prompt"],
+                            "messages": prompt["prompt"], "raw_prompt": raw,
                             # Round-trip through JSON: the checkpoint stores metadata as JSON.
                             "ground_truth": json.loads(json.dumps(prompt["solution"], default=str)),
                         })
@@ -214,7 +231,8 @@ async def sample_rollout(document: Document, generate, meter: SampleMeter) -> di
     """One sample of one prompt, scored by the row's reward. Never None: a failed request is a sample
     with reward None and its error, so every prompt is written."""
     try:
-        result = await generate({"messages": document.metadata["messages"]})
+        raw = document.metadata.get("raw_prompt")
+        result = await generate({"prompt": raw} if raw is not None else {"messages": document.metadata["messages"]})
     except InferenceError as error:
         meter.add(None)
         return {"text": None, "reward": None, "finish_reason": "error", "error": f"request: {str(error.error)[:300]}",
@@ -303,7 +321,7 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
         skip_bad_requests=True,
     )
     reader = PromptReader(str(dataset), str(output / "rejects" / "prompts"), options.instruction, options.system,
-                          limit=limit)
+                          limit=limit, prompt_format=options.prompt_format)
     started = time.perf_counter()
     run_pipeline([reader, runner], executor, tasks, workers, output / STATE / "logs", job_name="curate-passrate")
     failed = failed_tasks(output / STATE / "logs", tasks)

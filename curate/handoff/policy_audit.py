@@ -12,7 +12,12 @@ Output layout:
     OUT/rates/                            per-prompt samples and rewards (as written by the pass-rate filter)
     OUT/samples.parquet                   one row per sample: text, reward, finish reason, a count per behavior
                                           (null with the classifier's error when it could not label it)
-    OUT/report.json, OUT/README.md        behavior rates, accuracy, accuracy with and without each behavior
+    OUT/report.json, OUT/README.md        per behavior: share of responses showing it, mean count per response,
+                                          accuracy with and without it; the overall accuracy
+
+A checkpoint sweep (`run_checkpoint_sweep`, `--checkpoints 'ckpts/step_*'`) audits each checkpoint of a training
+run on the same prompts, in step order, into OUT/<checkpoint>/, and draws the reference study's figure:
+    OUT/behaviors_over_steps.png, OUT/sweep.json, OUT/README.md
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class BehaviorRow:
     behavior: str
     labelled: int = 0
     present: int = 0
+    total: int = 0  # sum of the counts over the labelled responses
     correct_with: int = 0
     scored_with: int = 0
     correct_without: int = 0
@@ -65,6 +71,11 @@ class BehaviorRow:
     @property
     def rate(self) -> float | None:
         return self.present / self.labelled if self.labelled else None
+
+    @property
+    def mean_count(self) -> float | None:
+        """Mean count per labelled response (the reference reports behaviors so, not only as presence)."""
+        return self.total / self.labelled if self.labelled else None
 
     @property
     def accuracy_with(self) -> float | None:
@@ -102,7 +113,7 @@ class PolicyAuditResult:
             "samples": self.samples, "scored": self.scored, "correct": self.correct, "accuracy": self.accuracy,
             "unlabelled": self.unlabelled, "truncated": self.truncated, "empty": self.empty,
             "request_errors": self.request_errors,
-            "behaviors": {b: {"rate": r.rate, "present": r.present, "labelled": r.labelled,
+            "behaviors": {b: {"rate": r.rate, "mean_count": r.mean_count, "present": r.present, "labelled": r.labelled,
                               "accuracy_with": r.accuracy_with, "accuracy_without": r.accuracy_without}
                           for b, r in self.behaviors.items()},
         }
@@ -236,6 +247,7 @@ def _count(result: PolicyAuditResult, row: dict) -> None:
         if count is None:
             continue
         stats.labelled += 1
+        stats.total += count
         present = count > 0
         stats.present += present
         if reward is not None:
@@ -251,16 +263,20 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _write_report(result: PolicyAuditResult, options: SamplingOptions) -> None:
     output = result.output
     record = {**result.as_dict(), "sampling": options.fingerprint(), "backend": options.backend}
     _whole(output / "report.json", json.dumps(record, indent=2))
-    rows = "\n".join(f"| {b} | {_pct(r.rate)} | {r.present:,} / {r.labelled:,} | {_pct(r.accuracy_with)} | "
-                     f"{_pct(r.accuracy_without)} |" for b, r in result.behaviors.items())
+    rows = "\n".join(f"| {b} | {_pct(r.rate)} | {r.present:,} / {r.labelled:,} | {_mean(r.mean_count)} | "
+                     f"{_pct(r.accuracy_with)} | {_pct(r.accuracy_without)} |" for b, r in result.behaviors.items())
     card = f"""# Behavior audit of {result.model} on {result.task}
 
 {result.samples:,} samples on {result.prompts:,} prompts ({options.k} per prompt, temperature {options.temperature},
-at most {options.max_tokens} tokens, backend {options.backend}); behaviors labelled by `{result.classifier}`, answers
+at most {options.max_tokens} tokens, backend {options.backend}, prompt format {options.prompt_format}); behaviors labelled by `{result.classifier}`, answers
 scored by the reward each prompt's `data_source` names.
 
 | | |
@@ -271,8 +287,8 @@ scored by the reward each prompt's `data_source` names.
 | request errors | {result.request_errors:,} |
 | samples without behavior labels | {result.unlabelled:,} |
 
-| behavior | share of outputs showing it | outputs | accuracy with it | accuracy without it |
-|---|---|---|---|---|
+| behavior | share of outputs showing it | outputs | mean count per output | accuracy with it | accuracy without it |
+|---|---|---|---|---|---|
 {rows}
 
 A policy whose outputs rarely show verification or backtracking gains little from RL; prime it first
@@ -286,3 +302,67 @@ def _whole(path: Path, text: str) -> None:
     partial_path.write_text(text)
     os.replace(partial_path, path)
 
+
+
+@dataclass
+class SweepResult:
+    output: Path
+    steps: list[int]
+    audits: list[PolicyAuditResult]
+
+
+def checkpoint_dirs(pattern: str) -> list[tuple[int, Path]]:
+    """(step, directory) for every directory PATTERN matches, in step order; the step is the last number in the name
+    (step_100, checkpoint-100, global_step100)."""
+    import glob
+    import re
+
+    found = []
+    for name in glob.glob(pattern):
+        path = Path(name)
+        numbers = re.findall(r"\d+", path.name)
+        if path.is_dir() and numbers:
+            found.append((int(numbers[-1]), path))
+    if not found:
+        raise PolicyAuditError(f"no checkpoint directory with a step number in its name matches {pattern!r}")
+    steps = [s for s, _ in found]
+    if len(set(steps)) != len(steps):
+        raise PolicyAuditError(f"two checkpoints of {pattern!r} have the same step number: {sorted(found)}")
+    return sorted(found)
+
+
+def run_checkpoint_sweep(pattern: str, output: str | Path, options: SamplingOptions, **audit) -> SweepResult:
+    """One audit per checkpoint directory (same prompts, same sampling), in step order, then the figure of behaviors
+    and accuracy over training steps. `audit`: run_policy_audit's task, dataset, n, seed, classifier."""
+    from curate.data_cards.plots import plot_behaviors_over_steps
+
+    output = Path(output)
+    found = checkpoint_dirs(pattern)
+    audits = [run_policy_audit(output / path.name, dataclasses.replace(options, model=str(path)), **audit)
+              for _, path in found]
+    steps = [s for s, _ in found]
+    series = {b: {"rate": [a.behaviors[b].rate for a in audits], "mean_count": [a.behaviors[b].mean_count for a in audits]}
+              for b in BEHAVIOR_NAMES}
+    accuracy = [a.accuracy for a in audits]
+    plot_behaviors_over_steps(steps, series, accuracy, output / "behaviors_over_steps.png",
+                              title=f"{pattern} ({audits[0].classifier}, {audits[0].task})")
+    record = {"pattern": pattern, "steps": steps, "checkpoints": [str(p) for _, p in found], "accuracy": accuracy,
+              "behaviors": series, "audits": [a.as_dict() for a in audits]}
+    _whole(output / "sweep.json", json.dumps(record, indent=2))
+    header = "| step | checkpoint | accuracy | " + " | ".join(f"{b} (share / mean)" for b in BEHAVIOR_NAMES) + " |"
+    lines = [header, "|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
+    for (step, path), a in zip(found, audits):
+        lines.append(f"| {step} | `{path.name}` | {_pct(a.accuracy)} | " + " | ".join(
+            f"{_pct(a.behaviors[b].rate)} / {_mean(a.behaviors[b].mean_count)}" for b in BEHAVIOR_NAMES) + " |")
+    table = "\n".join(lines)
+    _whole(output / "README.md", f"""# Behaviors over training: {pattern}
+
+{len(audits)} checkpoints, each sampled on the same prompts ({options.k} per prompt, temperature {options.temperature},
+prompt format {options.prompt_format}); behaviors labelled by `{audits[0].classifier}`. Each checkpoint's own report is in
+its folder.
+
+![behaviors and accuracy over training steps](behaviors_over_steps.png)
+
+{table}
+""")
+    return SweepResult(output=output, steps=steps, audits=audits)
