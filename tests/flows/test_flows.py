@@ -340,7 +340,7 @@ def test_cpt_flow_matches_both_sets_caches_and_validates(corpus, tmp_path):
     tokens = {v: sum(pq.read_table(tmp_path / "cpt" / v / "data")["n_tokens"].to_pylist()) for v in ("enriched", "minimized")}
     assert tokens == {"enriched": summary["match"]["enriched_tokens"], "minimized": summary["match"]["minimized_tokens"]}
     assert all(abs(t - 4000) <= 40 for t in tokens.values()) and summary["match"]["length_match"] == "best"
-    assert "length matching | `common`" in (tmp_path / "cpt" / "enriched" / "README.md").read_text()
+    assert "length matching | `best`" in (tmp_path / "cpt" / "enriched" / "README.md").read_text()
     again = cpt_flow(params=params, return_state=True)
     assert again.result() == summary and [run.state.name for run in task_runs(again)] == ["Cached"]
 
