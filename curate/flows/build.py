@@ -13,7 +13,6 @@ from curate.flows.common import (
     cache_key,
     claim,
     submission_summary,
-    up_to_date_summary,
 )
 
 
@@ -97,8 +96,7 @@ def build_flow(params: BuildParameters, overwrite: bool = False) -> dict:
     tags_inside = params.tags is None or Path(params.tags).resolve() == (output / "tags").resolve()
     claimed = claim(output, "build", what, inputs=file_fingerprints(params.spec()), overwrite=overwrite,
                     keep=("tags",) if tags_inside else ())
-    if claimed.up_to_date:
-        return up_to_date_summary(output)
+    # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).
     finished = (output / "README.md").is_file() and (output / "data").is_dir()
     summary = build_dataset.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                          retry_delay_seconds=30)(params)

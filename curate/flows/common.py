@@ -79,21 +79,12 @@ class CleaningParameters(BaseModel):
 def claim(output: str | Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,
           keep: tuple[str, ...] = ()):
     """The output rule of the commands, for a flow: a folder holding another dataset fails the flow run (with the
-    fix) unless `overwrite`; `claim.up_to_date` means the same job already finished it from the same input. The
+    fix) unless `overwrite`; a folder that is up to date is left to the flow's cached task. The
     parameters use the command's keys, so a flow and `curate COMMAND` each see the other's dataset as their own."""
     from curate.pipelines.state import claim_output
 
     parameters = {k: str(v) if isinstance(v, Path) else v for k, v in parameters.items()}
     return claim_output(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
-
-
-def up_to_date_summary(output: str | Path) -> dict:
-    """What a flow returns when its output is already the dataset it would write: nothing was run."""
-    from prefect import get_run_logger
-
-    get_run_logger().info("%s is up to date: built by this same job from the same input; nothing to do "
-                          "(overwrite=True builds it again)", output)
-    return {"output": str(output), "up_to_date": True, "card": str(Path(output) / "README.md")}
 
 
 def submission_summary(submitted) -> dict:

@@ -16,7 +16,6 @@ from curate.flows.common import (
     files_signature,
     spec_files_signature,
     submission_summary,
-    up_to_date_summary,
 )
 
 
@@ -161,8 +160,7 @@ def cpt_flow(params: CPTParameters, overwrite: bool = False) -> dict:
     what = params.model_dump(mode="json", exclude={"output", "tasks", "workers", "executor"})
     claimed = claim(output, "cpt", what, overwrite=overwrite,
                     inputs={"tags": folder_signature(params.tags), "texts": file_fingerprints(params.spec())})
-    if claimed.up_to_date:
-        return up_to_date_summary(output)
+    # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).
     finished = all((output / v / "README.md").is_file() and (output / v / "data").is_dir()
                    for v in ("enriched", "minimized"))
     # Retries only where a try can fail for reasons outside the job (the Hub, an endpoint); a local failure is

@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.flows.common import CleaningParameters, cache_key, check_classifier, claim, up_to_date_summary
+from curate.flows.common import CleaningParameters, cache_key, check_classifier, claim
 
 
 class PrimingParameters(BaseModel):
@@ -104,9 +104,6 @@ def priming_flow(params: PrimingParameters, overwrite: bool = False) -> list[dic
     for output, config in params.configs():
         # `curate priming`'s keys, so that either sees the other's dataset as its own.
         claimed = claim(output, "priming", {**vars(config), **params.cleaning.arguments()}, overwrite=overwrite)
-        if claimed.up_to_date:
-            summaries.append(up_to_date_summary(output))
-            continue
         finished = (Path(output) / "README.md").is_file() and (Path(output) / "data").is_dir()
         run = build_priming_set.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
                                              retry_delay_seconds=30)

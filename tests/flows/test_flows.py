@@ -285,10 +285,11 @@ def test_flows_claim_their_output_as_the_commands_do(tmp_path):
     rows = [{"id": f"q{i}", "question": f"What is {i} + 1?", "completion": f"{i} + 1 = {i + 1}"} for i in range(3)]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "ds" / "data" / "train-00000.parquet")
     params = {"dataset": str(tmp_path / "ds"), "to": "sft", "output": str(tmp_path / "e")}
-    assert export_flow(params=params)["rows"] == {"train": 3}
+    first = export_flow(params=params)
+    assert first["rows"] == {"train": 3}
     shard = tmp_path / "e" / "data" / "train-00000.parquet"
     written = shard.stat().st_mtime_ns
-    assert export_flow(params=params)["up_to_date"] and shard.stat().st_mtime_ns == written
+    assert export_flow(params=params) == first and shard.stat().st_mtime_ns == written
     with pytest.raises(OutputOccupiedError, match="--overwrite"):
         export_flow(params={**params, "to": "cpt"})
     assert shard.stat().st_mtime_ns == written
