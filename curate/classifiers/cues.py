@@ -33,6 +33,9 @@ from curate.schema import Evidence, Labels
 # this size, which also keeps memory flat on a 20 MB document.
 CHUNK_CHARS = 100_000
 
+# How far `later` looks past a match's sentence.
+CONTEXT_CHARS = 300
+
 # Words that may precede a sentence-initial cue ("Hmm, wait", "Oh no, wait", "So first, ...").
 OPENERS = {
     "hmm", "hm", "hmmm", "oh", "ah", "uh", "um", "ok", "okay", "no", "so", "but", "and", "well", "now",
@@ -59,7 +62,9 @@ class Cue:
     rather than abandoning it. `before` is a regular expression the sentence text before the match must end with
     ("14 is not 24" needs a number before "is not"; patterns cannot start with NUM), `unless_before` one it must not
     end with; `as_check` one that, found anywhere in the sentence, makes the match count as verification ("Maybe
-    I miscounted" suspects an error in order to check it; it revises nothing)."""
+    I miscounted" suspects an error in order to check it; it revises nothing). `earlier` is one the text before the match,
+    across sentence ends, must end with ("almost." judges the number just written); `later` one the text after the
+    match's sentence must start with (a failed attempt followed by a new one abandons it)."""
 
     behavior: str
     pattern: str
@@ -73,6 +78,8 @@ class Cue:
     before: str | None = None
     unless_before: str | None = None
     as_check: str | None = None
+    earlier: str | None = None
+    later: str | None = None
 
 
 def _token_spec(word: str) -> dict:
@@ -395,14 +402,14 @@ class CueClassifier(Classifier):
         self.then = {
             pattern: re.compile(pattern, re.IGNORECASE)
             for cue in cues
-            for pattern in (cue.then, cue.unless_then, cue.as_check)
+            for pattern in (cue.then, cue.unless_then, cue.as_check, cue.later)
             if pattern
         }
         # `before` patterns are anchored at the end of the text before the match.
         self.before = {
             pattern: re.compile(f"(?:{pattern})\\s*\\Z", re.IGNORECASE)
             for cue in cues
-            for pattern in (cue.before, cue.unless_before)
+            for pattern in (cue.before, cue.unless_before, cue.earlier)
             if pattern
         }
         for i, cue in enumerate(cues):
@@ -444,7 +451,7 @@ class CueClassifier(Classifier):
                     span = doc[sentence_starts[index]:sentence_starts[index + 1]]
                     sentences[index] = (span, chunk[span.start_char:span.end_char])
                 sent, sentence = sentences[index]
-                behavior = self._accept(cue, doc, start, end, sent, sentence)
+                behavior = self._accept(cue, doc, start, end, sent, sentence, chunk)
                 if behavior is None:
                     continue
                 sentence_key = offset + sent.start_char
@@ -477,7 +484,9 @@ class CueClassifier(Classifier):
             found += sorted(windows)
         return found
 
-    def _accept(self, cue: Cue, doc: Doc, start: int, end: int, sent: Span, sentence: str) -> str | None:
+    def _accept(
+        self, cue: Cue, doc: Doc, start: int, end: int, sent: Span, sentence: str, chunk: str = ""
+    ) -> str | None:
         """Apply the context rules to the match doc[start:end] in `sent`, whose text is `sentence`; returns the
         behavior it counts for, or None.
 
@@ -505,6 +514,10 @@ class CueClassifier(Classifier):
                 return None
             if cue.unless_before and self.before[cue.unless_before].search(prefix):
                 return None
+        if cue.earlier and not self.before[cue.earlier].search(chunk[max(0, doc[start].idx - 160) : doc[start].idx]):
+            return None
+        if cue.later and not self.then[cue.later].match(chunk[sent.end_char : sent.end_char + CONTEXT_CHARS]):
+            return None
         if cue.as_question is not None and sentence.rstrip().endswith("?"):
             return cue.as_question or None
         if cue.behavior == B and doc[start].lower_ in {"wait", "hold", "hang"}:

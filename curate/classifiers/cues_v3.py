@@ -41,7 +41,7 @@ VERDICT_ENDS = r"\s*([.,;:!)\]]|$|\n|\s(either|yet|so|but|and|then|try|let|we|i)
 # Restating the task: "we need to make 24 using 3, 5, 7 and 9", "each number exactly once".
 RESTATES_TASK = (
     r"[^.;:?!\n]{0,60}?\b(using|use\s+(all|each|every)|with\s+the\s+(given\s+)?numbers|from\s+the\s+(given\s+)?numbers|"
-    r"(each|every)\s+number|exactly\s+once|only\s+once|basic\s+arithmetic|arithmetic\s+operations)\b"
+    r"(each|every)\s+number|the\s+(given\s+|four\s+|three\s+)?numbers|exactly\s+once|only\s+once|basic\s+arithmetic|arithmetic\s+operations)\b"
 )
 TASK_BEFORE = r"\b(problem|task|puzzle|asked|asks|given|goal|aim|objective|challenge)\b[^.;:?!]{0,60}"
 # "to find the inverse, I need v such that 7v ≡ 1": what is needed unfolds a definition of the goal.
@@ -261,7 +261,42 @@ def _numbers_split(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
     return tuple(out)
 
 
-CUES_V3: tuple[Cue, ...] = _numbers_split(_revised(CUES_V2) + ADDED)
+# A new attempt right after a failed one: an expression with a number, an operator and a number within a line or two.
+NEW_ATTEMPT = r"\s*(<[^>\n]{1,20}>\s*)?[^\n]{0,160}?\n?[^\n]{0,160}?\(?\d+(\.\d+)?\s*[-+*/×÷x−]\s*\(?\d"
+# Verdicts that judge an attempt a failure ("not 24", "too high", "off by 2", "close"), by their exact pattern.
+FAILURES = frozenset({
+    "is|'s|was|are not|n't NUM", "not NUM", "not|n't equal|equals|equal to NUM|the|our", "too high|low|big|large|small|much",
+    "close|closer to NUM", "close|closer", "short", "off by NUM", "over|under by NUM", "almost|nope|no|close|nah",
+    "does|do|did|does n't|not equal|give|make|reach|yield|hit|get NUM|the|our", "is|'s|are not|n't the|our target|goal",
+})
+
+COUNTDOWN_ADDED: tuple[Cue, ...] = (
+    # "61. almost." / "52. no." in a terse trace: the number just written is judged against the target.
+    Cue(V, "almost|nope|no|close|nah", sentence_start=True, not_in_request=False, earlier=r"\d\s*[.,;!)]?\s*",
+        then=r"\s*([.!,;]|$)"),
+    # "I need 7 from 4 and 6", "make 6 from 2, 3 and 10": a requirement derived from the target is also the next
+    # intermediate goal (the guide: a reduction that produces the next goal may be both).
+    Cue(S, "need|needs|want|make|produce|get|getting|build|form a|an? NUM from|out", unless_then=RESTATES_TASK,
+        unless_before=TASK_BEFORE),
+    Cue(C, "make|produce|get|build|form a|an? NUM from|out", unless_then=RESTATES_TASK, unless_before=TASK_BEFORE),
+    # "64 = 8 × 8 = 4 × 16", "so 52 = 54 - 2": the target, alone on the left, taken apart ("16 × 4 = 64" is forward),
+    # shortly after the target is named: "14 = 2 * 7" in a gcd computation or a Euclid line factors forward.
+    Cue(C, "= NUM ×|*|x|+|-|/|−|÷ NUM", before=r"(^|[.:;,!]\s|\b(so|since|because|and|as|target|goal|then|now|but|"
+        r"well|hmm|need|want)\s)\W*\d+\s*", earlier=r"\b(target|goal|backwards?)\b[\s\S]{0,150}?\d+\s*"),
+)
+
+
+def _failed_attempts(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
+    """A failure verdict followed by a new attempt abandons the failed one: besides the check it is (verification),
+    the pair counts as backtracking. A verdict with nothing after it ("That's too high." alone) stays a check."""
+    found = {cue.pattern for cue in cues if cue.behavior == V}
+    if not FAILURES <= found:
+        raise ValueError(f"no verification cue {sorted(FAILURES - found)}")
+    return tuple(replace(cue, behavior=B, later=NEW_ATTEMPT) for cue in cues if cue.behavior == V and cue.pattern in FAILURES)
+
+
+_BEFORE_SPLIT = _revised(CUES_V2) + ADDED + COUNTDOWN_ADDED
+CUES_V3: tuple[Cue, ...] = _numbers_split(_BEFORE_SPLIT + _failed_attempts(_BEFORE_SPLIT))
 
 
 @register("cues_v3")

@@ -3,7 +3,9 @@
 countdown_traces.jsonl holds traces written for these tests (none from a model, none from the blind set): terse and
 looping ones in the style of a small model during RL, priming traces in the style of a strong model, and near-misses
 (the task statement, an unchecked wrong answer, steps that are only computations). Its labels follow the boundary
-rules of issue 17: a gap stated as a verdict is verification, a gap turned into a requirement is backward chaining.
+rules of issue 17 (a gap stated as a verdict is verification, a gap turned into a requirement is backward chaining)
+and the blind set's adjudicated conventions (tests/blindset/GUIDE.md): a failure verdict followed by a new attempt
+abandons the failed one, and a requirement such as "we need 22 from 11 and 2" is also the next intermediate goal.
 """
 
 import json
@@ -43,7 +45,10 @@ def present(labels):
         ("38 + 12 + 45 = 95, which is our target.", {V}),
         ("We are over by 4.", {V}),
         ("30 exceeds the target.", {V}),
-        # Changes of attempt.
+        # A terse verdict on the number just written.
+        ("16 * 4 = 64. 64 - 3 = 61. almost.", {V}),
+        # Changes of attempt; a failure verdict followed by a new attempt abandons the failed one.
+        ("86 + 5 = 91, not 81. 67 + 19 - 5 = 81.", {V, B}),
         ("Let me try again.", {B}),
         ("Let's try a different sequence of operations.", {B}),
         ("We need to try another combination.", {B}),
@@ -51,7 +56,9 @@ def present(labels):
         ("Let's try to reach 20 since it is a multiple of 10.", {S}),
         ("First, I'll try to get close to 24.", {S}),
         # From the target back, and a gap turned into a requirement.
-        ("Since the target is 22, and 22 + 3 = 25, we need 25 from 50 and 2.", {C}),
+        # "we need 25 from 50 and 2" is also the next intermediate goal (a reduction may be both).
+        ("Since the target is 22, and 22 + 3 = 25, we need 25 from 50 and 2.", {S, C}),
+        ("Numbers: [5, 6, 11, 2], target: 64\n\n64 = 8 × 8 = 4 × 16.", {C}),
         ("Working from the target, 24 = 4 * 6.", {C}),
         ("What times 3 gives 24?", {C}),
         ("We need 3 more.", {C}),
@@ -97,6 +104,8 @@ def test_families(v3, text, expected):
         "The oven is off by 18 degrees because 468 - 450 = 18.",
         "Since sqrt(20) is approximately 4.472, which is close to 4.5, the ceiling is 5.",
         "12 can be written as 3 * 4.",
+        "Compute the gcd:\n7921 = 316*25 + 21\n25 = 1*21 + 4",
+        "We need to make 24 from the numbers 3, 5, 7 and 9.",
         "The price went over by 5 dollars.",
     ],
 )
