@@ -33,6 +33,11 @@ DEFAULT_MAX_DOC_TOKENS = 3072
 # Generous for {"count": 12} plus the prose some models add anyway; short enough to stop a
 # model that rambles from costing much.
 MAX_ANSWER_TOKENS = {"per-behavior": 48, "joint": 96}
+# Tokens that may merge or split where the document meets the prompt around it.
+PROMPT_MARGIN = 16
+# Chat-template options a model family needs for this task where it is known: Qwen3 thinks by default, and a
+# 48-token answer budget then ends inside <think>.
+FAMILY_CHAT_TEMPLATE_KWARGS = {"qwen3": {"enable_thinking": False}, "qwen3_moe": {"enable_thinking": False}}
 # A count above this is a misread number (a year, a page), not a count of instances.
 MAX_PLAUSIBLE_COUNT = 1000
 
@@ -93,13 +98,18 @@ def question_keys(mode: str) -> list[str]:
 
 
 def build_payload(
-    prompts: PromptSet, document: str, question_key: str, mode: str, structured: bool, max_answer_tokens: int | None = None
+    prompts: PromptSet, document: str, question_key: str, mode: str, structured: bool, max_answer_tokens: int | None = None,
+    chat_template_kwargs: dict | None = None,
 ) -> dict:
     payload = {
         "messages": prompts.messages(document, question_key),
         "max_tokens": max_answer_tokens or MAX_ANSWER_TOKENS[mode],
         "temperature": 0.0,
     }
+    if chat_template_kwargs:
+        # vLLM and SGLang pass these to the chat template (Qwen3: {"enable_thinking": false}); sent only when set,
+        # since OpenAI's own API refuses unknown fields.
+        payload["chat_template_kwargs"] = dict(chat_template_kwargs)
     if structured:
         # OpenAI-style structured output; vLLM and SGLang map it to guided decoding.
         payload["response_format"] = {
@@ -107,6 +117,39 @@ def build_payload(
             "json_schema": {"name": f"{question_key}_count", "schema": count_schema(question_key), "strict": True},
         }
     return payload
+
+
+def model_config(model: str):
+    """The model's config when it is on disk or in the local cache, else None (nothing is fetched for it)."""
+    try:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(model, local_files_only=True)
+    except Exception:  # noqa: BLE001 - any unreadable config means "unknown here"; vLLM checks it again at start
+        return None
+
+
+def model_family(model: str) -> str | None:
+    config = model_config(model)
+    if config is not None and getattr(config, "model_type", None):
+        return config.model_type
+    name = Path(model).name.lower()
+    return "qwen3" if name.startswith("qwen3") else None
+
+
+def default_chat_template_kwargs(model: str) -> dict:
+    """The chat-template options this task needs for the model's family ({} where none is known)."""
+    return dict(FAMILY_CHAT_TEMPLATE_KWARGS.get(model_family(model) or "", {}))
+
+
+def model_context_limit(model: str) -> int | None:
+    """The longest context the model's config declares, or None when the config is not available here."""
+    config = model_config(model)
+    for candidate in (config, getattr(config, "text_config", None)):
+        limit = getattr(candidate, "max_position_embeddings", None)
+        if isinstance(limit, int) and limit > 0:
+            return limit
+    return None
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -159,6 +202,8 @@ class Truncator:
 # Parsing
 # --------------------------------------------------------------------------------------------- #
 THINK = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
+THINK_END = re.compile(r"</think>", re.IGNORECASE)
+THINK_START = re.compile(r"<think>", re.IGNORECASE)
 FENCE = re.compile(r"```[a-zA-Z]*")
 COUNT_TAG = re.compile(r"<\s*count\s*>\s*(-?\d+)\s*<\s*/\s*count\s*>", re.IGNORECASE)
 LABELLED = re.compile(
@@ -176,6 +221,15 @@ class ParseError(ValueError):
 
 
 def _clean(answer: str) -> str:
+    """The answer without its reasoning: what follows the last </think> (a chat template that opens <think> in
+    the prompt leaves only the closing tag in the answer), with any complete <think>...</think> removed."""
+    closes = list(THINK_END.finditer(answer))
+    if closes:
+        answer = answer[closes[-1].end():]
+    elif THINK_START.search(answer):
+        raise ParseError(
+            "the model was still thinking when the answer budget ran out (no </think>); turn thinking off with "
+            "--chat-template-kwargs '{\"enable_thinking\": false}' or raise --max-answer-tokens")
     return FENCE.sub("", THINK.sub("", answer)).replace("```", "").strip()
 
 
@@ -258,8 +312,11 @@ def parse_count(answer: str, behavior: str | None = None) -> int:
 
 def parse_joint(answer: str) -> tuple[dict[str, int | None], list[str]]:
     """All four counts from one answer; returns (counts, problems). Unreadable ones stay None."""
-    text = _clean(answer)
     counts: dict[str, int | None] = {b: None for b in BEHAVIOR_NAMES}
+    try:
+        text = _clean(answer)
+    except ParseError as error:
+        return counts, [str(error)]
     problems: list[str] = []
     found: dict[str, object] = {}
     for obj in json_objects(text):
@@ -319,6 +376,7 @@ class LLMClassifier(Classifier):
         max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS,
         tokenizer: str | None = None,
         max_answer_tokens: int | None = None,
+        chat_template_kwargs: dict | None = None,
     ):
         if not model:
             raise ValueError("llm_v1 needs a model (a hub name or a local directory)")
@@ -327,6 +385,7 @@ class LLMClassifier(Classifier):
         self.mode = mode
         self.structured = structured
         self.max_answer_tokens = max_answer_tokens or MAX_ANSWER_TOKENS[mode]
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.prompts = PromptSet.load()
         self.prompt_version = self.prompts.version
         self.truncator = Truncator(tokenizer or model, max_doc_tokens)
@@ -335,9 +394,33 @@ class LLMClassifier(Classifier):
         """The payloads for one document: ([(question key, payload)], truncated, document tokens)."""
         document, truncated, n_tokens = self.truncator(text)
         payloads = [
-            (key, build_payload(self.prompts, document, key, self.mode, self.structured, self.max_answer_tokens)) for key in question_keys(self.mode)
+            (key, build_payload(self.prompts, document, key, self.mode, self.structured, self.max_answer_tokens,
+                                self.chat_template_kwargs))
+            for key in question_keys(self.mode)
         ]
         return payloads, truncated, n_tokens
+
+    def prompt_overhead(self) -> int:
+        """Tokens a request holds besides the document, measured under the model's tokenizer and chat template
+        (system prompt, document frame, the longest question, role markers, generation prompt), plus a margin
+        for tokens merging across the document's edges."""
+        tokenizer = self.truncator.tokenizer
+        longest = 0
+        for key in question_keys(self.mode):
+            messages = self.prompts.messages("", key)
+            if getattr(tokenizer, "chat_template", None):
+                encoded = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                                        **self.chat_template_kwargs)
+                ids = encoded["input_ids"] if hasattr(encoded, "keys") else encoded
+                n = len(ids)
+            else:  # no template here: contents plus a few tokens per message for the server's role markers
+                n = sum(len(tokenizer(m["content"], add_special_tokens=False)["input_ids"]) + 8 for m in messages)
+            longest = max(longest, n)
+        return longest + PROMPT_MARGIN
+
+    def context_budget(self) -> int:
+        """Document + prompt + answer: the context every request of this run fits in."""
+        return self.truncator.max_tokens + self.prompt_overhead() + self.max_answer_tokens
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
         raise RuntimeError(

@@ -10,6 +10,7 @@ from typing import Annotated
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from curate.errors import CurateError
@@ -63,7 +64,8 @@ class CurateGroup(TyperGroup):
             console.print(f"[yellow]{submission}[/]")
             raise typer.Exit(0) from None
         except USER_ERRORS as error:
-            console.print(f"[bold red]error:[/] {error}", soft_wrap=True)  # one line at any terminal width
+            # escape: a message's own brackets ("pip install 'curate[gpu]'") are text, not rich markup
+            console.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)  # one line at any terminal width
             raise typer.Exit(2) from None
         finally:
             if previous is not None:

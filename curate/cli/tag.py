@@ -220,6 +220,15 @@ def tag_llm(
     cpus_per_task: CpusPerTask = 1,
     mem_per_cpu_gb: MemPerCpu = 2.0,
     gpus_per_task: GpusPerTask = 0,
+    chat_template_kwargs: Annotated[Optional[str], typer.Option(
+        help="JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model "
+             "family; Qwen3 gets thinking off, others {}).")] = None,
+    reasoning_parser: Annotated[Optional[str], typer.Option(
+        help="--backend vllm: vLLM reasoning parser (deepseek_r1, qwen3, ...) that splits thinking off the answer.")] = None,
+    server_start_timeout: Annotated[Optional[float], typer.Option(
+        help="Seconds one server start may take until it answers (default: vllm 1800, transformers 600).", min=1)] = None,
+    server_start_retries: Annotated[Optional[int], typer.Option(
+        help="Start attempts after a failed one (default: vllm 2, else 1).", min=0)] = None,
 ) -> None:
     """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
 
@@ -245,11 +254,23 @@ def tag_llm(
     for item in server_arg or []:
         key, sep, value = item.partition("=")
         server_args[key.strip().lstrip("-")] = value if sep else True
+    template_kwargs = None
+    if chat_template_kwargs is not None:
+        import json
+
+        try:
+            template_kwargs = json.loads(chat_template_kwargs)
+        except json.JSONDecodeError as error:
+            fail(f"--chat-template-kwargs is not JSON ({error}); pass an object, e.g. '{{\"enable_thinking\": false}}'")
+        if not isinstance(template_kwargs, dict):
+            fail("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
     options = LLMTagOptions(
         model=model, backend=backend, mode=mode, structured=structured, max_doc_tokens=max_doc_tokens,
         max_answer_tokens=max_answer_tokens, tokenizer=tokenizer, endpoint_url=endpoint_url, tp=tp, dp=dp,
         server_args=server_args, concurrency=concurrency, request_timeout=request_timeout,
-        records_per_chunk=records_per_chunk, gate=gate, device=device,
+        records_per_chunk=records_per_chunk, gate=gate, device=device, chat_template_kwargs=template_kwargs,
+        reasoning_parser=reasoning_parser, server_start_timeout=server_start_timeout,
+        server_start_retries=server_start_retries,
     )
     runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
                                 cpus_per_task, mem_per_cpu_gb, gpus_per_task)

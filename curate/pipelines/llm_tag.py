@@ -22,7 +22,7 @@ import shutil
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -51,6 +51,10 @@ GATE_KEY = "curate_gate"
 RESULTS_KEY = "curate_llm"
 LLM_CONFIG = "llm_config.json"
 DEFAULT_CONCURRENCY = {"vllm": 256, "endpoint": 32, "transformers": 4}
+# One start attempt: spawning the server (on a retry, waiting for another task's first start) and then until it
+# answers. A real model's first vLLM start (weights from a network disk, torch.compile, CUDA graphs) takes minutes.
+DEFAULT_START_TIMEOUT = {"vllm": 1800.0, "endpoint": 300.0, "transformers": 600.0}
+DEFAULT_START_RETRIES = {"vllm": 2, "endpoint": 1, "transformers": 1}
 
 LLM_ATTRIBUTE_SCHEMA = pa.schema(
     [
@@ -90,10 +94,22 @@ class LLMTagOptions:
     records_per_chunk: int = 500
     gate: str | None = None  # set: cascade_v1 with this gate classifier
     device: str = "auto"  # transformers backend only
+    chat_template_kwargs: dict | None = None  # None: the model family's default (Qwen3: thinking off), else {}
+    reasoning_parser: str | None = None  # vllm only: the server splits <think> off into `reasoning`
+    max_model_len: int | None = None  # the server's context; None: max_doc_tokens + 1024 (tag-llm sets its budget)
+    server_start_timeout: float | None = None  # seconds per start attempt; None: DEFAULT_START_TIMEOUT
+    server_start_retries: int | None = None  # None: DEFAULT_START_RETRIES
+
+    def template_kwargs(self) -> dict:
+        from curate.classifiers.llm import default_chat_template_kwargs
+
+        if self.chat_template_kwargs is not None:
+            return dict(self.chat_template_kwargs)
+        return default_chat_template_kwargs(self.tokenizer or self.model)
 
     def classifier(self):
         llm_options = dict(mode=self.mode, structured=self.structured, max_doc_tokens=self.max_doc_tokens, tokenizer=self.tokenizer,
-                           max_answer_tokens=self.max_answer_tokens)
+                           max_answer_tokens=self.max_answer_tokens, chat_template_kwargs=self.template_kwargs())
         if self.gate:
             return CascadeClassifier(self.model, gate=self.gate, **llm_options)
         return LLMClassifier(self.model, **llm_options)
@@ -121,15 +137,37 @@ class LLMTagOptions:
                 f"--tp {self.tensor_parallel(gpus_per_task)} x --dp {self.dp} = {parallel} GPUs per server, but each task "
                 f"gets --gpus-per-task {gpus_per_task}; make them equal (--tp defaults to --gpus-per-task)"
             )
+        if self.reasoning_parser and self.backend != "vllm":
+            raise LLMTagConfigError("--reasoning-parser is a flag of `vllm serve`; it applies to --backend vllm only")
         if self.backend == "vllm":
-            import importlib.util
+            from curate.pipelines.vllm_serve import VLLMSetupError, check_vllm, reasoning_flags
 
-            if importlib.util.find_spec("vllm") is None:
-                raise LLMTagConfigError("--backend vllm needs vLLM on a GPU machine: pip install 'curate[gpu]'")
+            try:
+                _, version = check_vllm()
+                if self.reasoning_parser:
+                    reasoning_flags(self.reasoning_parser, version)
+            except VLLMSetupError as error:
+                raise LLMTagConfigError(str(error)) from None
 
 
 def _bin_path() -> str:
     return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def context_budget(llm: LLMClassifier, options: LLMTagOptions) -> int:
+    """The server context a tagging run needs: document + measured prompt + answer, checked against the model's
+    own limit where its config is readable here."""
+    from curate.classifiers.llm import model_context_limit
+
+    overhead = llm.prompt_overhead()
+    budget = llm.truncator.max_tokens + overhead + llm.max_answer_tokens
+    limit = model_context_limit(options.model)
+    if limit is not None and budget > limit:
+        raise LLMTagConfigError(
+            f"a request needs up to {budget:,} tokens (--max-doc-tokens {llm.truncator.max_tokens:,} + prompt "
+            f"{overhead:,} + --max-answer-tokens {llm.max_answer_tokens:,}), but {options.model} takes at most "
+            f"{limit:,}; lower --max-doc-tokens or --max-answer-tokens")
+    return budget
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -163,9 +201,16 @@ class CurateInferenceRunner(InferenceRunner):
     part of the pipeline description datatrove writes to executor.json)."""
 
     def _init_server(self, rank: int) -> InferenceServer:
+        from curate.pipelines.vllm_serve import CurateVLLMServer
+
         if self.config.server_type == "endpoint" and self.config.api_key is None:
             self.config.api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
-        server = TransformersServer(self.config, rank) if self.config.server_type == "transformers" else super()._init_server(rank)
+        if self.config.server_type == "transformers":
+            server = TransformersServer(self.config, rank)
+        elif self.config.server_type == "vllm":
+            server = CurateVLLMServer(self.config, rank)
+        else:
+            server = super()._init_server(rank)
         make_request, timeout = server._make_request, self.config.request_timeout
 
         async def bounded_request(payload: dict) -> dict:
@@ -186,12 +231,20 @@ def inference_config(options: LLMTagOptions, log_folder: str, gpus_per_task: int
     model_kwargs = dict(options.server_args)
     if options.backend == "transformers" and "device" not in model_kwargs:
         model_kwargs["device"] = options.device
+    if options.backend == "vllm" and options.reasoning_parser:
+        from curate.pipelines.vllm_serve import check_vllm, reasoning_flags
+
+        model_kwargs.update(reasoning_flags(options.reasoning_parser, check_vllm()[1]))
     local = options.backend == "transformers"
+    timeout = options.server_start_timeout or DEFAULT_START_TIMEOUT[options.backend]
+    ready_delay = 0.5 if local else 5.0
+    retries = options.server_start_retries
     return InferenceConfig(
         server_type=server_type,
         model_name_or_path=options.model,
-        # Room for system prompt, question and answer around the truncated document.
-        model_max_context=options.max_doc_tokens + 1024,
+        # tag-llm passes its measured budget (document + prompt + answer); other callers size max_doc_tokens so
+        # that 1024 more tokens hold their prompt and answer.
+        model_max_context=options.max_model_len or options.max_doc_tokens + 1024,
         endpoint_url=options.endpoint_url,
         tp=options.tensor_parallel(gpus_per_task),
         dp=options.dp,
@@ -200,9 +253,10 @@ def inference_config(options: LLMTagOptions, log_folder: str, gpus_per_task: int
         model_kwargs=model_kwargs or None,
         server_log_folder=log_folder,
         metric_interval=60,
-        server_start_timeout_sec=120.0,
-        server_ready_delay_sec=0.5 if local else 5.0,
-        server_ready_max_attempts=600 if local else 360,
+        server_start_timeout_sec=timeout,
+        server_ready_delay_sec=ready_delay,
+        server_ready_max_attempts=max(1, int(timeout / ready_delay)),
+        server_start_max_retries=DEFAULT_START_RETRIES[options.backend] if retries is None else retries,
     )
 
 
@@ -293,8 +347,11 @@ async def llm_rollout(document, generate, classifier, meter: Meter) -> dict:
             failures.append(f"{key}: {type(result).__name__}: {str(message)[:300]}")
             answers.append({"question": key, "answer": None, "finish_reason": "error"})
             continue
-        texts[key] = result.text
-        answers.append({"question": key, "answer": result.text, "finish_reason": result.finish_reason})
+        text = result.text
+        if not text.strip() and getattr(result, "reasoning", ""):
+            text = "<think>" + result.reasoning  # a reasoning parser split off thinking that never ended
+        texts[key] = text
+        answers.append({"question": key, "answer": text, "finish_reason": result.finish_reason})
         prompt_tokens += int(result.usage.get("prompt_tokens") or 0)
         completion_tokens += int(result.usage.get("completion_tokens") or 0)
     labels = _labels(llm, texts, failures)
@@ -394,9 +451,13 @@ def run_llm_tagging(
         "model": options.model, "mode": options.mode, "structured": options.structured,
         "max_doc_tokens": options.max_doc_tokens, "max_answer_tokens": llm.max_answer_tokens, "tokenizer": options.tokenizer or options.model,
         "prompt_version": classifier.prompt_version, "gate": classifier.gate_name if options.gate else None,
+        # Recorded only when set, so that tags made before the option existed still match.
+        **({"chat_template_kwargs": llm.chat_template_kwargs} if llm.chat_template_kwargs else {}),
     })
     # Load the tokenizer now: a wrong model name fails here with a clear message, not in a worker.
     llm.truncator.tokenizer
+    if options.max_model_len is None:
+        options = replace(options, max_model_len=context_budget(llm, options))
     runner = CurateInferenceRunner(
         rollout_fn=llm_rollout,
         config=inference_config(options, str(root / "_logs" / "server"), executor.gpus_per_task),

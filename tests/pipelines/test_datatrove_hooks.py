@@ -12,7 +12,9 @@ from datatrove.executor import slurm
 from datatrove.executor.base import PipelineExecutor
 from datatrove.executor.local import LocalPipelineExecutor
 from datatrove.pipeline.inference.run_inference import InferenceRunner
+from datatrove.pipeline.inference.servers import VLLMServer
 from datatrove.pipeline.inference.servers.base import InferenceServer
+from datatrove.pipeline.inference.servers.compile_lock import CompileLockManager
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
 HOOKS = [
@@ -25,6 +27,11 @@ HOOKS = [
     (DiskWriter, "close_file", ["self", "filename"], "pipelines.steps.AtomicOutput"),
     (InferenceRunner, "_init_server", ["self", "rank"], "pipelines.llm_tag.CurateInferenceRunner"),
     (InferenceServer, "_make_request", ["self", "payload"], "pipelines.llm_tag.CurateInferenceRunner"),
+    (InferenceServer, "bg_start_server", ["self"], "pipelines.vllm_serve.CurateVLLMServer (polls the compile lock first)"),
+    (VLLMServer, "start_server", ["self"], "pipelines.vllm_serve.CurateVLLMServer"),
+    (VLLMServer, "_start_vllm_task", ["self"], "pipelines.vllm_serve.CurateVLLMServer (PATH for the executable)"),
+    (VLLMServer, "_get_compile_lock", ["self"], "pipelines.vllm_serve.CurateVLLMServer (PollingCompileLock)"),
+    (CompileLockManager, "__init__", ["self", "config_hash", "lock_dir"], "pipelines.vllm_serve.PollingCompileLock"),
     (slurm, "launch_slurm_job", ["launch_file_contents", "job_id_retriever", "args"], "pipelines.executors (--slurm-dry-run replaces the sbatch call)"),
     (slurm.SlurmPipelineExecutor, "launch_job", ["self"], "pipelines.executors (submits a chain)"),
 ]
@@ -45,3 +52,19 @@ def test_writers_keep_the_open_file_manager_atomic_output_publishes_from():
 
     assert callable(getattr(OutputFileManager, "get_open_files", None))
     assert "output_mg" in inspect.getsource(DiskWriter.__init__)
+
+
+def test_compile_lock_keeps_the_state_the_polling_lock_takes_over(tmp_path):
+    # PollingCompileLock sets _lock_file itself and relies on release(), mark_complete() and cache_exists().
+    lock = CompileLockManager("abc", lock_dir=tmp_path)
+    assert lock._lock_file is None and lock.lock_path.parent == tmp_path and lock.marker_path.suffix == ".done"
+    assert lock.acquire() is True and lock._lock_file is not None
+    lock.mark_complete()
+    lock.release()
+    assert lock._lock_file is None and lock.cache_exists()
+    # VLLMServer's own start takes the lock through _get_compile_lock().acquire(), and execs a bare "vllm"
+    # with a copy of os.environ: what CurateVLLMServer's overrides depend on.
+    assert "self._get_compile_lock().acquire()" in inspect.getsource(VLLMServer.start_server)
+    source = inspect.getsource(VLLMServer._start_vllm_task)
+    assert '"vllm",' in source and "os.environ.copy()" in source
+    assert "check_required_dependencies" in inspect.getsource(VLLMServer.__init__)
