@@ -230,6 +230,24 @@ ADDED: tuple[Cue, ...] = (
     Cue(C, "to be an|a integer|integers|solution|root|square|minimum|maximum", before=FOR_X, then=THEN_REQUIRED),
     Cue(C, "need|needs|must|require|requires", then=r"[^.;:?!]{1,60}?\bfor\s+[^.;:?!,]{1,40}?\bto\s+(hold|be|exist|work)\b"),
     Cue(C, "must|need have", then=r"[^.;:?!]{1,80}?\bfor\s+(the\s+)?equality\b"),
+    # "For the reciprocal to terminate, the integer itself must ...": the goal named, then what it requires.
+    Cue(C, "must|need|needs|require|requires", before=FOR_X + r"\bto\s+\w+[^.;:?!]{0,80}?",
+        then=r"\s*(to\s+)?\s*(be|have|satisfy|contain|divide|equal|hold|lie|make|get|find|show|add|use|choose|pick)?\b",
+        unless_before=r"\b(used|needed|required|enough)\s+for\s+[^.;:?!]{0,80}?"),
+    # "To get to the Calabi-Yau condition we need ...", "To minimize a + b, I need to choose ...".
+    Cue(C, "to get|reach|arrive|achieve|ensure|guarantee|minimize|maximize", sentence_start=True,
+        then=r"[^.;:?!]{1,100}?,?\s*(i|we|you|one)\s+(need|must|have\s+to|require|would\s+need)\s+(to\s+)?"
+        r"(find|get|have|make|choose|pick|add|show|prove|ensure|know|determine|compute)\b",
+        unless_then=UNFOLDS_DEFINITION),
+    Cue(C, "what is|'s required|needed is|are"),
+    # "They need to stay for another 300 - 45 seconds": a gap turned into a requirement.
+    Cue(C, "need|needs|needed", then=r"[^.;:?!\n]{0,50}?\banother\s+\(?\d"),
+    # "The main problem reduces to the assertion ...", "this can be reduced to ..."; "the fraction reduces to 3/4"
+    # simplifies instead.
+    Cue(C, "problem|question|claim|statement|proof|theorem|conjecture|it|this|everything reduces|reduced to",
+        unless_then=r"\s*[\d\\$(\-]"),
+    Cue(C, "can|may|could be reduced to", unless_then=r"\s*[\d\\$(\-]",
+        unless_before=r"\b(fraction|ratio|expression|number|term|equation)\s+(\w+\s+){0,2}"),
     Cue(C, "enough to show|prove|check|establish|verify|find|compute|consider", before=r"\bit\s+(\w+\s+){0,3}",
         unless_before=r"\b(not|n['’]t|quite|well|good|strong|big|small|large|precise)\s*"),
     Cue(C, "need only|merely show|prove|check|verify|find|consider"),
