@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from curate.classifiers.base import register
 from curate.classifiers.cues import Cue, CueClassifier, shared_classifier
-from curate.classifiers.cues_v2 import CUES_V2, NEEDED_TARGET, NOT_A_PLAN
+from curate.classifiers.cues_v2 import CUES_V2, NEEDED_TARGET, NOT_A_PLAN, START_NOT_A_PLAN
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
 
@@ -78,6 +78,13 @@ CONCLUDES = r"\b(this|that|which|these|those|argument|estimate|bound|example|res
 CLOSE_BEFORE = AFTER_A_RESULT + r"\s*,?\s*(is|'s|’s|was|are|gets|gets\s+us)?\s*(very|quite|pretty|really|but|so)?\s*"
 
 COMPUTATION_NEXT = r"\s*,?\s*[\\$(\d]"
+# "First, I'll plug in the values", "Next, I'll continue the division", "Finally, we can divide by two": one operation
+# of a forward computation narrated in order (the blind set's readers, as the guides, do not count it as a plan).
+NARRATED_STEP = (
+    r"|\s*,?\s*(off\s*,?\s*)?((i|we)(['’]ll|\s+will|\s+can|\s+should(\s+probably)?)?\s+|let['’]s\s+|let\s+(me|us)\s+)?"
+    r"(plug|substitute|expand|simplify|multiply|add|subtract|divide|continue|rewrite|apply|combine|know|note|consider|"
+    r"notice|observe)\b"
+)
 
 # A number that is a target ends its clause or is followed by where it comes from, not by what it counts.
 NUMBER_AS_TARGET = (
@@ -93,11 +100,14 @@ REVISED: dict[str, dict] = {
     # "First, let's try 53 + 41" opens an attempt; "First, let's try to get close to 24" sets a goal.
     "first|firstly ,|of|let|i|we|off|step|thing": {
         "unless_then": NOT_A_PLAN + r"|\s*,?\s*(let['’]s|let\s+me|let\s+us|i['’]ll|we['’]ll|i\s+will|we\s+will)\s+try\s+(?!to\b)"
+        + NARRATED_STEP
     },
+    # "Let me start over" abandons a path (backtracking), it plans nothing.
+    "let me|us|'s first|start|begin": {"unless_then": START_NOT_A_PLAN + r"|\s*(over|again|afresh|anew|from\s+scratch)\b"},
     "step NUM|one|two|three :|.|)|-|—|is|–|,": {"unless_then": BARE_EQUATION},
     # "Next, 20 - 3 = 17." and "Finally, (6 - 4) * 10 = 20" narrate a computation; they name no goal.
-    "next ,|we|i|let|step": {"unless_then": COMPUTATION_NEXT},
-    "finally ,|we|i|let": {"unless_then": COMPUTATION_NEXT},
+    "next ,|we|i|let|step": {"unless_then": COMPUTATION_NEXT + NARRATED_STEP},
+    "finally ,|we|i|let": {"unless_then": COMPUTATION_NEXT + NARRATED_STEP},
     "it|this 's|is enough|sufficient to": {"pattern": "it 's|is enough|sufficient to"},
     # "3 away from the target" states a gap; it does not start from the target.
     "from the conclusion|goal|target|desired": {"unless_before": r"\b(away|far|distance|off)"},
