@@ -2,6 +2,12 @@
 real correctness labels (GSM8K model solutions; Sky-T1 long-CoT traces graded by Qwen2.5-Math's grader).
 
     .venv/bin/python bench/verifier_audit.py [--limit N]
+    .venv/bin/python bench/verifier_audit.py --speed [--speed-pairs N]   # the audit's speed, rewards side by side
+
+--speed times, on the same pairs in one run: math-verify called directly (the library's parse/verify in this
+process, its own SIGALRM timeouts, one thread: the baseline), every registered reward as `audit-verifier --reward`
+runs it (threads over curate's bounded worker processes), the on-policy strict judge, and the cues tagging of
+`--by-behavior`; pairs/s each, caches cold (the verdict cache emptied before each reward).
 
 Real labels are themselves a grader's or a human's judgment: a disagreement is listed so it can be read,
 not assumed to be our error.
@@ -53,12 +59,78 @@ def labeled_run(items, extraction, threads):
     return metrics, disagreements
 
 
+def speed_sets(n: int) -> list[tuple[str, list]]:
+    from curate.handoff.pair_sources import read_pair_source
+
+    sets = [("hand-built pairs", read_pairs(ROOT / "tests" / "verifier_pairs" / "pairs.jsonl")[0][:n])]
+    for name, path in (("GSM8K model solutions", DATA / "gsm8k" / "example_model_solutions.jsonl"),
+                       ("Sky-T1 MATH-500 traces", DATA / "longcot_skythought" / "sky-t1-math-correct-5K-27B_math500.jsonl")):
+        if path.is_file():
+            sets.append((name, read_pair_source([path]).pairs[:n]))
+    return sets
+
+
+def direct_math_verify(pairs) -> float:
+    """The baseline: math-verify as its README calls it, in this process's main thread (its timeouts on)."""
+    import logging
+
+    from math_verify import parse, verify
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    verify(parse("$1/2$"), parse("0.5"))  # sympy's import and the parser's construction are no pair's time
+    started = time.perf_counter()
+    for pair in pairs:
+        gold = parse("$" + str(pair.gold) + "$")
+        verify(gold, parse(pair.candidate))
+    return time.perf_counter() - started
+
+
+def fresh_checker(threads: int):
+    """The shared checker with its verdict cache emptied and its workers warm, so that no row reuses another's."""
+    checker = shared_checker()
+    checker.forget()
+    checker.warm(threads)
+    return checker
+
+
+def speed(n: int, threads: int) -> None:
+    from curate.handoff.behavior_audit import tag_pairs
+    from curate.handoff.onpolicy_audit import strict_verdict
+
+    rewards = ["curate/math", "curate/mathverify-plain", "curate/boxed-exact", "curate/last-number"]
+    print(f"pairs/s ({threads} threads over {shared_checker().capacity} checker workers; "
+          f"math-verify direct: 1 thread, in process)")
+    print(f"{'pair set':<26} {'n':>5} {'mv direct':>10} " + " ".join(f"{r.split('/')[-1]:>16}" for r in rewards)
+          + f" {'strict judge':>13} {'cues tags':>10}")
+    for name, pairs in speed_sets(n):
+        cells = [f"{len(pairs) / direct_math_verify(pairs):10.1f}"]
+        for reward in rewards:
+            fresh_checker(threads)
+            result = run_audit(pairs, reward=reward, threads=threads, progress=False)
+            cells.append(f"{len(pairs) / result.seconds:16.1f}")
+        checker = fresh_checker(threads)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda p: strict_verdict(p.candidate, p.gold, checker), pairs))
+        cells.append(f"{len(pairs) / (time.perf_counter() - started):13.1f}")
+        started = time.perf_counter()
+        tag_pairs(pairs, "cues", progress=False)
+        cells.append(f"{len(pairs) / (time.perf_counter() - started):10.1f}")
+        print(f"{name:<26} {len(pairs):>5} " + " ".join(cells))
+    checker = shared_checker()
+    print(f"checker timeouts={checker.timeouts} errors={checker.errors} (last row; bound {checker.timeout:.0f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=None, help="rows per real-label file")
     parser.add_argument("--threads", type=int, default=shared_checker().capacity)
+    parser.add_argument("--speed", action="store_true", help="time the audit, rewards side by side (see above)")
+    parser.add_argument("--speed-pairs", type=int, default=300, help="--speed: pairs per set")
     args = parser.parse_args()
     shared_checker().warm(args.threads)
+    if args.speed:
+        return speed(args.speed_pairs, args.threads)
 
     pairs, _ = read_pairs(ROOT / "tests" / "verifier_pairs" / "pairs.jsonl")
     started = time.perf_counter()

@@ -165,6 +165,36 @@ def audit_verifier(
     verdicts: Annotated[Optional[Path], typer.Option(help="Write each pair's verdict (id, verdict true/false/null).")] = None,
     threads: Annotated[int, typer.Option(help="Pairs scored at the same time.", min=1)] = 4,
     show: Annotated[int, typer.Option(help="Slowest cases and wrong verdicts to list.", min=0)] = 10,
+    policy: Annotated[Optional[str], typer.Option(help="On-policy: sample this model (hub name or local directory) on "
+                      "--problems and audit the rewards on its own responses, instead of --pairs.")] = None,
+    problems: Annotated[Optional[Path], typer.Option(help="On-policy: a built dataset (question, answer, data_source) or "
+                        "a jsonl/parquet file with question and answer columns.")] = None,
+    k: Annotated[int, typer.Option(help="On-policy: responses per problem.", min=1)] = 8,
+    n: Annotated[int, typer.Option(help="On-policy: at most this many problems (-1: all).", min=-1)] = -1,
+    question_key: Annotated[str, typer.Option(help="On-policy, jsonl/parquet problems: the question column.")] = "question",
+    answer_key: Annotated[str, typer.Option(help="On-policy, jsonl/parquet problems: the gold answer column.")] = "answer",
+    data_source: Annotated[str, typer.Option(help="On-policy, jsonl/parquet problems: the reward whose answer-format "
+                           "instruction the prompt gets.")] = "curate/math",
+    judge_model: Annotated[Optional[str], typer.Option(help="On-policy: also label every response with this LLM judge "
+                           "(prompts/judge_v1), on the same backend settings.")] = None,
+    judge_endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: the judge's URL (default "
+                                  "--endpoint-url).")] = None,
+    judge_max_tokens: Annotated[int, typer.Option(help="The judge's answer budget.", min=1)] = 512,
+    label: Annotated[str, typer.Option(help="On-policy reference label: strict (last \\boxed{} by math-verify), llm "
+                     "(the judge), agree (only responses both label alike).")] = "strict",
+    output: Annotated[Path, typer.Option("--output", "-o", help="On-policy: samples, verdicts and report (a rerun "
+                      "reuses them).")] = Path("verifier-audit"),
+    backend: BackendOption = "transformers",
+    endpoint_url: EndpointOption = None,
+    temperature: TemperatureOption = 1.0,
+    top_p: TopPOption = 1.0,
+    max_tokens: MaxTokensOption = 1024,
+    system: SystemOption = None,
+    device: DeviceOption = "auto",
+    concurrency: ConcurrencyOption = None,
+    tp: TensorParallelOption = 1,
+    dp: DataParallelOption = 1,
+    server_arg: ServerArgOption = None,
 ) -> None:
     """Measure rewards' precision and recall on labeled pairs, overall, per answer type, by response length and,
     with --by-behavior, with and without each behavior (bootstrap 95 % intervals); warn when recall < 0.95.
@@ -181,6 +211,12 @@ def audit_verifier(
 
         curate audit-verifier --pairs mine.parquet --pairs-format table --response-key output --gold-key answer \\
             --label-key correct --group-key problem_id --reward curate/multihop --verdicts verdicts.jsonl
+
+    On-policy: the policy's own k responses per problem, labeled by the strict judge (and an LLM judge with
+    --judge-model), tagged with --by-behavior (default cues), same tables and --report layout:
+
+        curate audit-verifier --policy Qwen/Qwen2.5-1.5B-Instruct --problems datasets/multihop --k 8 --n 200 \\
+            --reward math --reward mathverify-plain --backend vllm -o audits/onpolicy
     """
     import json
 
@@ -189,24 +225,56 @@ def audit_verifier(
     from curate.handoff.verifier_audit import RECALL_FLOOR, write_verdicts
     from curate.rewards import get_reward
 
-    if not pairs:
-        fail("give --pairs FILE (jsonl or parquet; repeat for several files)")
+    if bool(pairs) == bool(policy):
+        fail("give --pairs FILE (jsonl or parquet; repeat for several files), or --policy MODEL --problems DATASET "
+             "for the policy's own responses")
+    if policy and not problems:
+        fail("--policy needs --problems: a built dataset or a jsonl/parquet file with question and answer columns")
     rewards = [get_reward(r).data_source for r in reward or ["math"]]
+    by_behavior = by_behavior or ("cues" if policy else None)
     if by_behavior:
         from curate.classifiers import get_classifier
 
         get_classifier(by_behavior)  # an unknown classifier fails now, with the list
-    pair_set = read_pair_source(pairs, pairs_format, Columns(response_key, gold_key, label_key, id_key, group_key))
-    for reject in pair_set.rejects[:show]:
-        console.print(f"[yellow]skipped {reject.get('source', '')}:{reject.get('line', '')}: {reject['reason']}[/]")
-    if len(pair_set.rejects) > show:
-        console.print(f"[yellow]… {len(pair_set.rejects) - show:,} more rejected rows[/]")
-    if not pair_set.pairs:
-        fail(f"no valid pairs in {', '.join(map(str, pairs))}")
-    source = {"format": pair_set.format, "label_source": pair_set.label_source, "paths": pair_set.paths,
-              "rejected": len(pair_set.rejects)}
-    audit = run_stratified_audit(pair_set.pairs, rewards, by_behavior, bootstrap, seed, threads, source)
-    figures = audit.report
+    if policy:
+        from curate.errors import CurateError
+        from curate.handoff.onpolicy_audit import ProblemColumns, judge_options, run_onpolicy_audit
+
+        options = sampling_options(policy, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system,
+                                   device, concurrency, tp, dp, server_arg)
+        judge = judge_options(options, judge_model, judge_max_tokens, judge_endpoint_url) if judge_model else None
+        try:
+            onpolicy = run_onpolicy_audit(problems, output, options, rewards, by_behavior, limit=n,
+                                          columns=ProblemColumns(question_key, answer_key, id_key),
+                                          data_source=data_source, judge=judge, label=label, resamples=bootstrap,
+                                          seed=seed, threads=threads)
+        except CurateError as error:
+            fail(str(error))
+        figures, results, rejects = onpolicy.report, onpolicy.results, onpolicy.labeled.rejects
+        n_pairs, label_source = len(onpolicy.labeled.pairs), figures["label_source"]
+        reference = figures["reference"]
+        console.print(f"{figures['samples']:,} responses of {policy} on {figures['problems']:,} problems (k={k}"
+                      f"{', reused from ' + str(output / 'responses.jsonl') if onpolicy.labeled.reused_samples else ''}); "
+                      f"strict judge: {reference['strict']['correct']:,} correct, {reference['strict']['incorrect']:,} "
+                      f"incorrect, {reference['strict']['undecided']:,} undecided"
+                      + (f"; LLM judge agrees on {reference['agreement']['agree']:,} of "
+                         f"{reference['agreement']['both_decided']:,}" if "agreement" in reference else ""))
+        for reason, count in figures["rejected_reasons"].items():
+            console.print(f"[yellow]left out: {count:,} responses ({reason})[/]")
+        report = report or output / "report.json"
+    else:
+        pair_set = read_pair_source(pairs, pairs_format, Columns(response_key, gold_key, label_key, id_key, group_key))
+        for reject in pair_set.rejects[:show]:
+            console.print(f"[yellow]skipped {reject.get('source', '')}:{reject.get('line', '')}: {reject['reason']}[/]")
+        if len(pair_set.rejects) > show:
+            console.print(f"[yellow]… {len(pair_set.rejects) - show:,} more rejected rows[/]")
+        if not pair_set.pairs:
+            fail(f"no valid pairs in {', '.join(map(str, pairs))}")
+        source = {"format": pair_set.format, "label_source": pair_set.label_source, "paths": pair_set.paths,
+                  "rejected": len(pair_set.rejects)}
+        audit = run_stratified_audit(pair_set.pairs, rewards, by_behavior, bootstrap, seed, threads, source)
+        figures, results, rejects = audit.report, audit.results, pair_set.rejects
+        n_pairs, label_source = len(pair_set.pairs), pair_set.label_source
 
     def pct(value):
         return "-" if value is None else f"{100 * value:.1f} %"
@@ -218,15 +286,15 @@ def audit_verifier(
         precision = "-" if m["precision"] is None else f"{100 * m['precision']:.0f}"
         return f"{100 * m['recall']:.1f}{ci} P {precision}"
 
-    first = audit.results[rewards[0]]
-    table = Table(title=f"{first.reward} on {len(pair_set.pairs):,} pairs by answer type ({first.seconds:.1f} s)")
+    first = results[rewards[0]]
+    table = Table(title=f"{first.reward} on {n_pairs:,} pairs by answer type ({first.seconds:.1f} s)")
     for column in ["answer type", "pairs", "precision", "recall", "accuracy", "undecided"]:
         table.add_column(column, justify="left" if column == "answer type" else "right")
     for kind, m in [*first.by_type.items(), ("ALL", first.overall)]:
         table.add_row(kind, f"{m.pairs:,}", pct(m.precision), pct(m.recall), pct(m.accuracy), f"{m.undecided:,}")
     console.print(table)
 
-    side = Table(title=f"recall [95 % CI] and precision per stratum ({pair_set.label_source}"
+    side = Table(title=f"recall [95 % CI] and precision per stratum ({label_source}"
                        f"{', ' + figures['classifier'] if figures['classifier'] else ''})", title_justify="left")
     side.add_column("stratum")
     side.add_column("pairs (correct)", justify="right")
@@ -265,20 +333,20 @@ def audit_verifier(
             wrong.add_row(v.id, str(v.equivalent), str(v.verdict), str(v.gold)[:40], v.candidate[-60:])
         console.print(wrong)
     if verdicts:
-        for name, result in audit.results.items():
+        for name, result in results.items():
             target = verdicts if len(rewards) == 1 else verdicts.with_name(
                 f"{verdicts.stem}.{name.split('/')[-1]}{verdicts.suffix}")
             console.print(f"verdicts ({name}) → {write_verdicts(result, target)}")
     if report:
         console.print(f"report → {write_report(figures, report)}")
-        if pair_set.rejects:
+        if rejects:
             rejects_path = report.with_name(report.stem + ".rejects.jsonl")
             rejects_path.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"
-                                            for r in pair_set.rejects))
+                                            for r in rejects))
             console.print(f"rejected rows → {rejects_path}")
     if plot or report:
         console.print(f"plot → {plot_report(figures, plot or report.with_suffix('.png'))}")
-    for name, result in audit.results.items():
+    for name, result in results.items():
         if result.recall_warning:
             console.print(f"[bold white on red] WARNING: {name} recall {pct(result.overall.recall)} is below "
                           f"{pct(RECALL_FLOOR)}: this verifier rejects correct answers, and RL with it can end worse "

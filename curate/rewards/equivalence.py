@@ -82,7 +82,49 @@ def _verify_plain(gold: str, response: str) -> bool | None:
     return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None))
 
 
-MODES = {"boxed": _verify, "plain": _verify_plain}
+def _verify_strict(gold: str, answer: str) -> bool | None:
+    """The on-policy audit's reference judge: the answer (the response's last `\\boxed{}`) and the gold, each parsed
+    as a boxed answer, compared by math-verify's own strict comparison; none of curate's normalization (text
+    equality, units, relations against sets), so that it is not the reward under audit."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+    parsed_gold = parse("\\boxed{" + gold + "}", extraction_config=config, parsing_timeout=None)
+    if not parsed_gold:
+        return None
+    parsed_answer = parse("\\boxed{" + answer + "}", extraction_config=config, parsing_timeout=None)
+    if not parsed_answer:
+        return False
+    return bool(verify(parsed_gold, parsed_answer, strict=True, timeout_seconds=None))
+
+
+def parse_latex(latex: str) -> list:
+    """math-verify's reading of one answer string, `$latex$` (LaTeX, then a plain expression), with the library's
+    own timeout off: run it under a bound (this module's worker, or the caller's own, as the MCQA builder's whole-item
+    bound does). The sympy objects it returns are what the builder classifies answer types by."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    return parse(f"${latex}$", extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()], parsing_timeout=None)
+
+
+def verify_parsed(gold: list, target: list) -> bool:
+    """math-verify's comparison of two `parse_latex` results, timeout off (bound it as `parse_latex`)."""
+    from math_verify import verify
+
+    return verify(gold, target, timeout_seconds=None)
+
+
+def _verify_same(gold: str, answer: str) -> bool | None:
+    """Both strings read by `parse_latex` and compared by `verify_parsed`: how the MCQA builder compares two options,
+    and so how a rewrite's stated answer is held to the row's answer (None when the gold does not parse)."""
+    parsed_gold = parse_latex(gold)
+    if not parsed_gold:
+        return None
+    parsed_answer = parse_latex(answer)
+    return bool(parsed_answer and verify_parsed(parsed_gold, parsed_answer))
+
+
+MODES = {"boxed": _verify, "plain": _verify_plain, "strict": _verify_strict, "same": _verify_same}
 
 
 def _quiet() -> None:
@@ -193,6 +235,24 @@ class MathEquivalence:
             return False
         return self._cache(str(gold).strip(), str(response), "plain")
 
+    def strict(self, gold: str, answer: str) -> bool | None:
+        """math-verify's parse and strict verify of one extracted answer against the gold, nothing of curate's around
+        it, under the same time bound: the reference judge of `audit-verifier --policy`."""
+        if gold is None or answer is None or not str(gold).strip():
+            return None
+        if not str(answer).strip():
+            return False
+        return self._cache(str(gold).strip(), str(answer).strip(), "strict")
+
+    def same(self, gold: str, answer: str) -> bool | None:
+        """`parse_latex` + `verify_parsed` of two answer strings (the MCQA builder's comparison of options), under
+        the same time bound; None when it timed out or the gold does not parse."""
+        if gold is None or answer is None or not str(gold).strip():
+            return None
+        if not str(answer).strip():
+            return False
+        return self._cache(str(gold).strip(), str(answer).strip(), "same")
+
     def _check(self, gold: str, answer: str, mode: str = "boxed") -> bool | None:
         with self._slots:
             try:
@@ -218,6 +278,10 @@ class MathEquivalence:
             self.errors += 1
             return None
         return value
+
+    def forget(self) -> None:
+        """Drops the cached verdicts (a benchmark's cold start; the workers stay)."""
+        self._cache.cache_clear()
 
     def warm(self, workers: int | None = None) -> None:
         """Starts workers now, so that no check's time includes a worker's startup."""
