@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.builders.mcqa import Converted, _parse, _verify, convert_bounded, read_items  # noqa: E402
+from curate.builders.mcqa import Converted, convert_bounded, read_items  # noqa: E402
+from curate.rewards.equivalence import parse_latex, verify_parsed  # noqa: E402
 
 SOURCES = ["llm_adapters/mathqa_test.json", "mmlu_stem_qwen/test.jsonl", "mmlu_math/*_val.csv", "mmlu_math/*_dev.csv",
            "llm_adapters/arc_challenge_train.json"]
@@ -38,7 +39,7 @@ def evaluate(data: Path, labels_path: Path) -> dict:
     for item_id, label in labels.items():
         result = results.get(item_id)
         is_kept = isinstance(result, Converted)
-        right = bool(is_kept and label["convertible"] and _verify(_parse(label["answer"]), _parse(result.answer)))
+        right = bool(is_kept and label["convertible"] and verify_parsed(parse_latex(label["answer"]), parse_latex(result.answer)))
         kept += is_kept
         correct_kept += right
         convertible += label["convertible"]

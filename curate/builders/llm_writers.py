@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -374,18 +375,13 @@ def json_objects(text: str):
     yield from objects(text)
 
 
-def _same_answer(gold_latex: str, stated: str) -> bool:
-    from curate.builders.mcqa import _parse, _verify
-
-    gold = _parse(gold_latex)
-    target = _parse(stated)
-    return bool(gold and target and _verify(gold, target))
-
-
-def review_reformulation(row: dict, result: dict) -> Rewrite | str:
+def review_reformulation(row: dict, result: dict, stem_check: Callable[[str], str | None]) -> Rewrite | str:
     """The accepted rewrite, or the rejection reason (codes reformulate_request, reformulate_na,
-    reformulate_parse, reformulate_answer_changed, reformulate_depends_on_options, reformulate_judge)."""
-    from curate.builders.mcqa import CheckTimeout, call_bounded, stem_reason
+    reformulate_parse, reformulate_answer_changed, reformulate_depends_on_options, reformulate_judge).
+    stem_check: the builder's rules for a stem that cannot stand alone (reason or None), passed in by the builder so
+    that this module does not import it. The stated answer is held to the row's by the rewards' bounded checker, with
+    the comparison the builder uses between options (`MathEquivalence.same`)."""
+    from curate.rewards.equivalence import shared_checker
 
     rewrite_answer = result.get("rewrite") or {}
     if "error" in rewrite_answer:
@@ -397,11 +393,10 @@ def review_reformulation(row: dict, result: dict) -> Rewrite | str:
         return "reformulate_na: the model found the question not convertible"
     if isinstance(rewrite, str):
         return f"reformulate_{rewrite}"
-    if reason := stem_reason(rewrite.question):
+    if reason := stem_check(rewrite.question):
         return f"reformulate_depends_on_options: {reason}"
-    try:
-        same = call_bounded(_same_answer, row["answer"], rewrite.answer, seconds=10.0)
-    except CheckTimeout:
+    same = shared_checker().same(row["answer"], rewrite.answer)
+    if same is None:
         return "reformulate_answer_changed: math-verify timed out comparing the answers"
     if not same:
         return f"reformulate_answer_changed: stated {rewrite.answer[:40]!r}, gold {row['answer'][:40]!r}"
@@ -417,10 +412,10 @@ def review_reformulation(row: dict, result: dict) -> Rewrite | str:
     return rewrite
 
 
-def reformulate_rows(rows: list[dict], options: LLMOptions, workdir: str | Path,
+def reformulate_rows(rows: list[dict], options: LLMOptions, workdir: str | Path, stem_check: Callable[[str], str | None],
                      progress: bool = True) -> list[Rewrite | str]:
     """For each converted MCQA row (question, answer, original_options, gold_letter), in order: the
-    accepted rewrite or the reason it was refused."""
+    accepted rewrite or the reason it was refused (stem_check: as in `review_reformulation`)."""
     sampling = {"max_tokens": options.max_tokens, "temperature": options.temperature}
     requests = {
         f"{i:07d}": {"question": row["question"], "original_options": row["original_options"],
@@ -429,6 +424,6 @@ def reformulate_rows(rows: list[dict], options: LLMOptions, workdir: str | Path,
     }
     results = run_generation(requests, reformulate_rollout, options, workdir, "reformulate", progress)
     return [
-        review_reformulation(row, results[key]) if key in results else "reformulate_request: refused by the server as a bad request"
+        review_reformulation(row, results[key], stem_check) if key in results else "reformulate_request: refused by the server as a bad request"
         for key, row in zip(requests, rows)
     ]

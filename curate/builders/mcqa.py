@@ -14,8 +14,10 @@ Layouts read (`--format auto` picks one per file from its first record):
               "Answer1: …"), `answer` letter or "answerN" (the LLM-Adapters files: MathQA, AQuA, ARC)
 Files may be JSON lines, one JSON array, CSV or parquet; `hf:NAME[:SPLIT]` reads a Hugging Face dataset.
 
-math-verify is called with its own SIGALRM timeouts off (they fail outside the main thread); each item's
-whole check is bounded here instead (`call_bounded`).
+math-verify is called with its own SIGALRM timeouts off (they fail outside the main thread), through the shared
+`curate.rewards.equivalence.parse_latex` / `verify_parsed`; each item's whole check is bounded here instead
+(`call_bounded`): the sympy objects of one item's options are compared with each other and classified, which a
+string-in, verdict-out worker cannot hand back.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.rewards.equivalence import parse_latex, verify_parsed
 
 DATA_SOURCE = "curate/mcqa_open"
 ABILITY = "math"
@@ -420,8 +423,17 @@ ENDS_SENTENCE = re.compile(r"[.?!)\]}$\"'”’]\s*$")
 GRAVITY_MOTION = re.compile(
     r"\b(dropped|falls?|falling|fell|thrown|projectile|free[- ]fall|freely|gravity|gravitational acceleration|"
     r"vertically upwards?|pendulum|inclined plane|incline)\b", re.I)
+# Found in the read sample (bench/mcqa_read_sample.jsonl): a kicked ball's flight time, a motor lifting a mass, an
+# accelerating elevator's apparent weight, the share of a floating body weighed in newtons all use the writer's g.
+# Narrow on purpose: an escalator's 'staircase elevator', people's weight in an elevator, a boat floating on a lake
+# (density alone) and a steamer's float need no g.
+GRAVITY_FORCE = re.compile(
+    r"\bkicked\b|\blaunch(?:ed)? (?:angle|speed|velocity)\b|\blift(?:s|ing|ed)?\b[^.?!]*\b(?:kg|kilograms?)\b"
+    r"|\belevator\b[^.?!]*\baccelerat|\bapparent weight\b|\bfloat(?:s|ing)?\b(?=.*\d\s*N\b)|\d\s*N\b(?=.*\bfloat)", re.I | re.S)
 GRAVITY_GIVEN = re.compile(
     r"\bg\s*=|9\.8|\b10\s*m\s*/\s*s(\^?2|²)|acceleration (due to|of) gravity (is|of|=|as)|\btake g\b", re.I)
+# A polynomial ring over Z_n: its elements have many spellings (-3 is 5 in Z_8) that no checker over Q equates.
+MODULAR_RING = re.compile(r"\bZ_?\{?\d+\}?\s*\[\s*[a-z]\s*\]")
 # Options that point at other options: meaningful only next to them.
 TOGETHER = re.compile(
     r"\b(both|all|none|neither)\s+(of\s+)?(the\s+)?(above|these|them|those)\b|\bboth\s+\(?[A-E]\)?\s+and\s+\(?[A-E]\)?"
@@ -442,7 +454,7 @@ def truncated_reason(stem: str) -> str | None:
 
 def unstated_constant_reason(stem: str, options: dict[str, str]) -> str | None:
     """g that the stem never gives, flagged when the options carry numbers (and so the writer's value of g)."""
-    if not GRAVITY_MOTION.search(stem) or GRAVITY_GIVEN.search(stem):
+    if not (GRAVITY_MOTION.search(stem) or GRAVITY_FORCE.search(stem)) or GRAVITY_GIVEN.search(stem):
         return None
     numeric = [text for text in options.values() if re.search(r"\d", text)]
     if numeric:
@@ -535,8 +547,9 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset()) -> tupl
     elif (m := UNIT_RE.match(s)) and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group("value"))):
         unit = m.group("unit")
         plain_number = re.fullmatch(r"-?[\d.,]+", m.group("value").strip())
-        if len(unit) > 1 or re.search(r"\s" + re.escape(unit) + r"\.?$", s) or (plain_number and unit.lower() in "mgshl"):
-            s, info["unit"] = m.group("value").strip(), unit
+        if len(unit) > 1 or re.search(r"\s" + re.escape(unit) + r"\.?$", s) or (plain_number and unit.lower() in "mgshl°"):
+            # "130°" kept its sign, and the reward then gave 0 to 130 and to 130^\circ (found in the read sample)
+            s, info["unit"] = m.group("value").strip(), "degrees" if unit == "°" else unit
     s = re.sub(r"\s+", " ", s).strip()
     if re.fullmatch(r"-?\s*\d{1,3}(,\d{3})+(\.\d+)?", s):
         s = s.replace(",", "").replace(" ", "")
@@ -567,18 +580,6 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset()) -> tupl
         return None, info
     s = re.sub(r"(?<![\\a-zA-Z])([a-zA-Z])(\d)(?!\d)", r"\1_\2", s)  # v0 is v_0, not v times 0
     return s, info
-
-
-def _parse(latex: str) -> list:
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
-
-    return parse(f"${latex}$", extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()], parsing_timeout=None)
-
-
-def _verify(gold: list, target: list) -> bool:
-    from math_verify import verify
-
-    return verify(gold, target, timeout_seconds=None)
 
 
 def answer_type_of(parsed: object, latex: str, info: dict) -> str:
@@ -621,7 +622,7 @@ def parse_answer(text: str, variables: frozenset[str] = frozenset()) -> Answer |
         return info["reason"]
     if info.get("percent"):
         latex += r"\%"  # parsed with its percent sign, math-verify accepts 25 and 0.25 for a gold of 25 %
-    parsed = _parse(latex)
+    parsed = parse_latex(latex)
     if not parsed:
         return f"gold_not_math: math-verify cannot parse {latex[:40]!r}"
     extracted = str(parsed[-1])
@@ -713,6 +714,9 @@ def convert_item(item: MCItem) -> Converted | Rejected:
     answer = parse_answer(gold_text, variables)
     if isinstance(answer, str):
         return reject(answer)
+    if MODULAR_RING.search(stem) and re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", answer.latex)):
+        # "(x + 1)(x - 4)(x - 2) in Z_7[x]": (x + 1)(x + 3)(x + 5) is the same answer and a checker over Q rejects it
+        return reject(f"modular_answer: a polynomial over {MODULAR_RING.search(stem).group(0)!r}")
     if reason := rounded_reason(stem, answer):
         return reject(reason)
     for letter, text in item.options.items():
@@ -721,7 +725,7 @@ def convert_item(item: MCItem) -> Converted | Rejected:
         other = parse_answer(text, variables)
         if isinstance(other, Answer) and answer.unit and other.unit and answer.unit.lower() != other.unit.lower():
             continue  # "25 cm" and "25 m" are different answers once the unit is asked for
-        if isinstance(other, Answer) and (_verify(answer.parsed, other.parsed) or _verify(other.parsed, answer.parsed)):
+        if isinstance(other, Answer) and (verify_parsed(answer.parsed, other.parsed) or verify_parsed(other.parsed, answer.parsed)):
             return reject(f"not_unique: option {letter} {text.strip()[:30]!r} verifies as the gold {gold_text.strip()[:30]!r}")
     question = rewrite_stem(stem, answer)
     if not question:
@@ -919,7 +923,7 @@ def _reformulate(data_tmp: Path, rejects_tmp: Path, options: dict, output: Path,
 
     table = pq.read_table(data_tmp)
     rows = table.to_pylist()
-    verdicts = reformulate_rows(rows, LLMOptions(**options), output / ".curate" / "reformulate", progress) if rows else []
+    verdicts = reformulate_rows(rows, LLMOptions(**options), output / ".curate" / "reformulate", stem_reason, progress) if rows else []
     schema = table.schema.append(pa.field("rule_question", pa.string())).append(pa.field("reformulated_by", pa.string()))
     kept = []
     with rejects_tmp.open("a", encoding="utf-8") as rejects:

@@ -22,6 +22,7 @@ from curate.builders.llm_writers import (
     review_reformulation,
     trace_requests,
 )
+from curate.builders.mcqa import stem_reason
 from curate.puzzles.countdown import Problem
 from tests.support.shared import HAS_SERVE
 
@@ -175,10 +176,10 @@ def test_parse_verdict_on_realistic_replies():
 
 def test_review_reformulation_keeps_only_same_answer_rewrites_the_judge_passes():
     judge_pass = _reply('{"verdict": "PASS", "reason": "ok"}')
-    kept = review_reformulation(ROW, {"rewrite": _reply(GOOD_REWRITE), "judge": judge_pass})
+    kept = review_reformulation(ROW, {"rewrite": _reply(GOOD_REWRITE), "judge": judge_pass}, stem_reason)
     assert isinstance(kept, Rewrite) and kept.question.startswith("A bag holds")
     decimal = GOOD_REWRITE.replace("\\frac{3}{4}</answer>", "0.75</answer>")
-    assert isinstance(review_reformulation(ROW, {"rewrite": _reply(decimal), "judge": judge_pass}), Rewrite)
+    assert isinstance(review_reformulation(ROW, {"rewrite": _reply(decimal), "judge": judge_pass}, stem_reason), Rewrite)
     changed = GOOD_REWRITE.replace("\\frac{3}{4}</answer>", "\\frac{1}{4}</answer>")
     cases = {
         "reformulate_na": {"rewrite": _reply("N/A")},
@@ -190,9 +191,9 @@ def test_review_reformulation_keeps_only_same_answer_rewrites_the_judge_passes()
         "reformulate_request": {"rewrite": {"error": "InferenceError: timeout"}},
     }
     for code, result in cases.items():
-        verdict = review_reformulation(ROW, result)
+        verdict = review_reformulation(ROW, result, stem_reason)
         assert isinstance(verdict, str) and verdict.split(":")[0] == code, (code, verdict)
-    unreadable = review_reformulation(ROW, {"rewrite": _reply(GOOD_REWRITE), "judge": _reply("Looks fine.")})
+    unreadable = review_reformulation(ROW, {"rewrite": _reply(GOOD_REWRITE), "judge": _reply("Looks fine.")}, stem_reason)
     assert unreadable.startswith("reformulate_judge: unreadable verdict")
 
 

@@ -5,9 +5,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.builders.mcqa import (
-    Answer, Converted, FormatError, MCItem, Rejected, _parse, _verify, convert_bounded, detect_format,
+    Answer, Converted, FormatError, MCItem, Rejected, convert_bounded, detect_format,
     normalize_option, parse_answer, read_items, reason_code, run_mcqa,
 )
+from curate.rewards.equivalence import parse_latex, verify_parsed
 
 
 def by_id(path, ids):
@@ -78,7 +79,7 @@ def test_converted_answers_verify_against_gold_option(shared_data):
             kept += 1
             gold = parse_answer(item.options[item.gold_letter], frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))
             assert isinstance(gold, Answer)
-            assert _verify(gold.parsed, _parse(result.answer)), (item.id, result.answer)
+            assert verify_parsed(gold.parsed, parse_latex(result.answer)), (item.id, result.answer)
             assert result.gold_letter == item.gold_letter and "Answer Choices" not in result.question
             assert all(f"{o['letter']} ) " not in result.question for o in result.original_options)
     assert kept > 60
@@ -201,3 +202,67 @@ def test_units_survive_conversion_to_the_canonical_answer(option, latex, unit):
     answer = parse_answer(option)
     assert isinstance(answer, Answer) and (answer.latex, answer.unit) == (latex, unit)
     assert "_" not in answer.latex, "a unit's power must not become a subscript"
+
+
+# Rules added after the read sample (bench/mcqa_read_sample.jsonl), each on the real rows that showed the class.
+@pytest.mark.parametrize(("source", "item_id", "reason"), [
+    ("mmlu_math/high_school_physics_test.csv", "mmlu_math/high_school_physics_test:9", "unstated_constant"),  # kicked ball
+    ("mmlu_math/high_school_physics_test.csv", "mmlu_math/high_school_physics_test:92", "unstated_constant"),  # motor lifts 6 kg
+    ("mmlu_math/high_school_physics_test.csv", "mmlu_math/high_school_physics_test:120", "unstated_constant"),  # floats, 6 N
+    ("mmlu_math/conceptual_physics_val.csv", "mmlu_math/conceptual_physics_val:21", "unstated_constant"),  # elevator
+    ("mmlu_math/abstract_algebra_test.csv", "mmlu_math/abstract_algebra_test:13", "modular_answer"),  # factor in Z_7[x]
+    ("mmlu_stem_qwen/test.jsonl", "mmlu_stem_qwen/test:884", "modular_answer"),  # a sum in Z_8[x]
+])
+def test_read_sample_classes_rejected(shared_data, source, item_id, reason):
+    result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
+    assert isinstance(result, Rejected) and reason_code(result.reason) == reason, result
+
+
+@pytest.mark.parametrize(("source", "item_id", "answer"), [
+    ("aqua/test.json", "aqua/test:52", "5"),  # 'tempos can lift 29400 toys': no mass, no g
+    ("aqua/test.json", "aqua/test:16", None),  # a 'staircase elevator' is an escalator
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:1033", None),  # a boat floating: density, no g
+    ("mmlu_math/abstract_algebra_test.csv", "mmlu_math/abstract_algebra_test:47", "2"),  # Z_3[x] ring, a number asked
+])
+def test_read_sample_rules_keep_their_near_misses(shared_data, source, item_id, answer):
+    result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
+    assert not (isinstance(result, Rejected) and reason_code(result.reason) in ("unstated_constant", "modular_answer")), result
+    if answer is not None:
+        assert isinstance(result, Converted) and result.answer == answer
+
+
+def test_degree_golds_lose_their_sign_and_match_the_reward(shared_data):
+    from curate.rewards import score
+
+    for source, item_id in [("aqua/test.json", "aqua/test:109"),
+                            ("mmlu_math/elementary_mathematics_test.csv", "mmlu_math/elementary_mathematics_test:316")]:
+        result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
+        assert isinstance(result, Converted) and "°" not in result.answer
+        assert result.question.endswith("Express your answer in degrees.")
+        value = result.answer
+        for solver in (value, value + "^\\circ"):
+            assert score("curate/mcqa_open", "\\boxed{" + solver + "}", result.answer) == 1.0, solver
+
+
+def test_independent_check_of_a_sample_of_real_rows(shared_data):
+    """bench/mcqa_independent.py's check, written apart from the builder, on 15 seeded kept rows per source: the reward
+    gives 1 to the gold option's own content read by a separate parser, and 0 to every other option's."""
+    import random
+
+    from bench.mcqa_independent import check_row
+    from bench.mcqa_read_sample import SOURCES
+
+    verdicts = {}
+    for name, patterns in SOURCES.items():
+        items = [i for p in patterns for i in read_items(str(shared_data / p)) if isinstance(i, MCItem)]
+        rng, kept = random.Random(f"independent:{name}"), []
+        for item in rng.sample(items, len(items)):
+            if len(kept) == 15:
+                break
+            if isinstance(result := convert_bounded(item), Converted):
+                kept.append(result)
+        verdicts[name] = {r.id: check_row(r.row()) for r in kept}
+    checked = [v for per_source in verdicts.values() for v in per_source.values() if v != "unchecked"]
+    assert len(checked) >= 0.9 * sum(map(len, verdicts.values())), verdicts
+    wrong = {i: v for per_source in verdicts.values() for i, v in per_source.items() if v in ("wrong", "distractor")}
+    assert not wrong, wrong
