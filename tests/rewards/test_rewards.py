@@ -203,3 +203,16 @@ def test_countdown_format_score_is_configurable_and_validated():
     for bad in (-0.1, 1.0, "x"):
         with pytest.raises(ValueError, match="format_score"):
             countdown_reward_fn(bad)
+
+
+def test_same_is_the_mcqa_builders_comparison_under_the_bound():
+    from curate.rewards.equivalence import parse_latex, verify_parsed
+
+    checker = MathEquivalence(timeout=10.0, workers=1)
+    try:
+        assert checker.same("\\frac{3}{4}", "0.75") is True and checker.same("\\frac{3}{4}", "\\frac{1}{4}") is False
+        assert checker.same("", "1") is None and checker.same("2", "") is False
+        # the worker's verdict is the in-process one the builder compares options with
+        assert verify_parsed(parse_latex("25\\%"), parse_latex("0.25")) == checker.same("25\\%", "0.25")
+    finally:
+        checker.close()
