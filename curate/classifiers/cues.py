@@ -27,6 +27,7 @@ from spacy.tokens import Doc, Span
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, register
+from curate.classifiers.prefilter import Prefilter
 from curate.schema import Evidence, Labels
 
 # spaCy refuses documents above nlp.max_length; long ones are cut at newlines into pieces of
@@ -35,6 +36,8 @@ CHUNK_CHARS = 100_000
 
 # How far `later` looks past a match's sentence.
 CONTEXT_CHARS = 300
+# How far `earlier` looks back from a match, across sentence ends.
+EARLIER_CHARS = 160
 
 # Words that may precede a sentence-initial cue ("Hmm, wait", "Oh no, wait", "So first, ...").
 OPENERS = {
@@ -384,10 +387,15 @@ class CueClassifier(Classifier):
     """The matching engine; each version is a list of cues (`cues_v1` is CUES, `cues_v2` and `cues_v3` in
     their modules)."""
 
-    def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1"):
+    def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1", prefilter: bool = True):
         self.name = name
         self.batch_size = batch_size
         self.nlp = _build_nlp()
+        # spaCy sees only the lines that can hold a cue (prefilter.py), each with the context its cues read beyond
+        # their sentence: `earlier` EARLIER_CHARS before the match, `later` CONTEXT_CHARS after the sentence.
+        self.prefilter = Prefilter(
+            (c.pattern, EARLIER_CHARS if c.earlier else 0, CONTEXT_CHARS if c.later else 0) for c in cues
+        ) if prefilter else None
         # Fixed phrases go to the PhraseMatcher (a trie, several times faster than token patterns);
         # only cues with numbers or wildcards need the Matcher.
         # One Matcher per pattern: an anchor says which pattern may start there, and running every pattern on every
@@ -426,7 +434,12 @@ class CueClassifier(Classifier):
                 self.phrases.add(key, [Doc(self.nlp.vocab, words=list(p)) for p in _expand(words)])
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
-        pieces = [(t, offset, chunk) for t, text in enumerate(texts) for offset, chunk in _chunks(text)]
+        pieces = [
+            (t, offset + begin, chunk[begin:end])
+            for t, text in enumerate(texts)
+            for offset, chunk in _chunks(text)
+            for begin, end in (self.prefilter.regions(chunk) if self.prefilter else [(0, len(chunk))])
+        ]
         hits: list[dict[str, dict[int, tuple[int, int]]]] = [
             {b: {} for b in BEHAVIOR_NAMES} for _ in texts
         ]
@@ -514,7 +527,9 @@ class CueClassifier(Classifier):
                 return None
             if cue.unless_before and self.before[cue.unless_before].search(prefix):
                 return None
-        if cue.earlier and not self.before[cue.earlier].search(chunk[max(0, doc[start].idx - 160) : doc[start].idx]):
+        if cue.earlier and not self.before[cue.earlier].search(
+            chunk[max(0, doc[start].idx - EARLIER_CHARS) : doc[start].idx]
+        ):
             return None
         if cue.later and not self.then[cue.later].match(chunk[sent.end_char : sent.end_char + CONTEXT_CHARS]):
             return None

@@ -1,0 +1,97 @@
+"""The prefilter changes nothing: every cues_vN gives the same Labels with and without it, on real text of every genre.
+
+Labels are compared directly (counts, evidence offsets and order, error): the attribute row is written from them
+alone, so equal Labels are byte-identical rows, and skipping the pipeline keeps the run short.
+"""
+
+import json
+
+import pytest
+
+from curate.classifiers.cues import CHUNK_CHARS, CUES, Cue, CueClassifier
+from curate.classifiers.cues_v2 import CUES_V2
+from curate.classifiers.cues_v3 import CUES_V3
+from curate.classifiers.prefilter import Prefilter
+from tests.support.real_mix import write_real_mix
+
+VERSIONS = {"cues_v1": CUES, "cues_v2": CUES_V2, "cues_v3": CUES_V3}
+
+
+def real_texts(data, tmp_path, per_source=None):
+    path = tmp_path / "mix.jsonl"
+    write_real_mix(data, path, per_source=per_source)
+    return [json.loads(line)["text"] for line in path.read_text().split("\n") if line]
+
+
+def assert_same(cues, texts):
+    plain = CueClassifier(cues=cues, prefilter=False).classify(texts)
+    filtered = CueClassifier(cues=cues).classify(texts)
+    different = [i for i, (a, b) in enumerate(zip(plain, filtered)) if a != b]
+    assert len(plain) == len(filtered) == len(texts)
+    assert not different, f"{len(different)} texts differ, first {texts[different[0]][:200]!r}"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_same_labels_on_a_sample_of_every_genre(shared_data, tmp_path, version):
+    texts = real_texts(shared_data, tmp_path, per_source=40)
+    assert len(texts) >= 300
+    assert_same(VERSIONS[version], texts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_same_labels_on_every_real_text(shared_data, tmp_path, version):
+    """All of the mix (over 10,000 texts, every Sky-T1 trace among them)."""
+    texts = real_texts(shared_data, tmp_path)
+    assert len(texts) >= 10_000
+    assert_same(VERSIONS[version], texts)
+
+
+TRICKY = [
+    "",
+    "   \n\n  ",
+    "  Wait, that is wrong.\n",
+    "\n\n\tWait, that's not right.\r\nNo. That is wrong.  \n  Let me check: 2 + 2 = 4.",
+    "The checK is wrong.\nWait, that’s not right.",  # Kelvin sign: lower() keeps the length, maps it to k
+    "İstanbul. Wait, that is wrong. ΑΣ Let me check.",  # İ lowers to two characters: no prefilter
+    "How many clips did she sell in May?\n** She sold 24.",  # the '?' cue reads two tokens into the next line
+    "How many?\n\n\n**",
+    "61. almost.\n52.\n\n\n\nno.",
+    "We get 23, not 24.\n" + "x " * 200 + "\n(3 + 4) * 2 = 14",  # `later` reaches past the next line
+    "It suffices to\nnote that f is injective.",
+    ("filler text without cues here " * 20 + "\n") * (CHUNK_CHARS // 300) + "Oops, I made a mistake.\n" * 3,
+    "x" * (CHUNK_CHARS + 10) + " Wait, that is wrong.",
+]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_same_labels_on_edge_cases(version):
+    assert_same(VERSIONS[version], TRICKY)
+
+
+NEW = Cue("backtracking", "flibbertigibbet moment")
+TEXT = "Zebras graze.\nZany flibbertigibbet moment indeed.\nZebras sleep."
+
+
+def test_a_new_cue_is_seen_by_the_prefilter():
+    """The prefilter is built from the cue list: a line it dropped before the cue existed is kept once it does."""
+    line = TEXT.index("moment")
+    assert not any(b <= line < e for b, e in Prefilter((c.pattern, 0, 0) for c in CUES).regions(TEXT))
+    assert any(b <= line < e for b, e in Prefilter((c.pattern, 0, 0) for c in (*CUES, NEW)).regions(TEXT))
+    labels = CueClassifier(cues=(*CUES, NEW)).classify([TEXT])[0]
+    assert labels.counts["backtracking"] == 1
+    assert labels == CueClassifier(cues=(*CUES, NEW), prefilter=False).classify([TEXT])[0]
+
+
+def test_a_cue_without_a_literal_word_is_refused():
+    with pytest.raises(ValueError, match="literal word"):
+        Prefilter([("NUM *", 0, 0)])
+
+
+def test_regions_skip_lines_without_cues_and_keep_offsets():
+    text = "Plain line one.\nWait, that is wrong.\nPlain line three.\nAnother plain line."
+    regions = Prefilter((c.pattern, 0, 0) for c in CUES).regions(text)
+    kept = "".join(text[b:e] for b, e in regions)
+    assert "Wait, that is wrong." in kept and "Plain line one" not in kept and "Another" not in kept
+    labels = CueClassifier().classify([text])[0]
+    assert [text[e.start:e.end] for e in labels.evidence] == ["Wait"]
