@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
+
+# isort: off
+import curate.classifiers.spacy_loader  # noqa: F401  (before spaCy: it keeps thinc from importing torch)
+
+# isort: on
 import spacy
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
