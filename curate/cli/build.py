@@ -10,22 +10,14 @@ import typer
 
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior_list
 from curate.cli.app import app, console
+from curate.cli.groups import executor_group
 from curate.cli.options import (
     AllowPartial,
     ClassifierOption,
-    CpusPerTask,
     DeviceOption,
-    ExecutorKind,
-    GpusPerTask,
     IdKey,
     InputOption,
-    MemPerCpu,
     OverwriteOption,
-    RayAddress,
-    SlurmDryRun,
-    SlurmPartition,
-    SlurmQos,
-    SlurmTime,
     Split,
     Streaming,
     Tasks,
@@ -34,7 +26,6 @@ from curate.cli.options import (
     Workers,
     claim_output,
     cleaning_rows,
-    executor_options,
     fail,
     in_place,
     input_spec,
@@ -43,9 +34,11 @@ from curate.cli.options import (
     tag_rows,
     up_to_date,
 )
+from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 
 @app.command()
+@executor_group
 def build(
     behaviors: Annotated[
         str,
@@ -70,20 +63,12 @@ def build(
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the built dataset.")] = False,
     decontam: Annotated[Optional[str], typer.Option(help="Remove rows overlapping these benchmarks (as `curate decontam --against`).")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
-    gpus_per_task: GpusPerTask = 0,
     verify_inputs: VerifyInputs = False,
     allow_partial: AllowPartial = False,
     overwrite: OverwriteOption = False,
     keep_columns: Annotated[Optional[str], typer.Option(
         help="Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).")] = None,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
 
@@ -128,8 +113,7 @@ def build(
         spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
         license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
         verify_inputs=verify_inputs, allow_partial=allow_partial, keep_columns=kept,
-        executor=executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                   cpus_per_task, mem_per_cpu_gb, gpus_per_task),
+        executor=runs_on,
     )
     claim.finish()
     seconds = time.perf_counter() - started
@@ -322,6 +306,7 @@ def priming(
 
 
 @app.command("dedup")
+@executor_group(without=('gpus_per_task',))
 def dedup_command(
     input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
@@ -331,15 +316,8 @@ def dedup_command(
     id_key: IdKey = "id",
     tasks: Tasks = 1,
     workers: Workers = 1,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
     overwrite: OverwriteOption = False,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash).
 
@@ -357,8 +335,6 @@ def dedup_command(
     """
     from curate.pipelines.dedup import dedup
 
-    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                cpus_per_task, mem_per_cpu_gb, 0)
     claim = None if in_place(input, output) else claim_output(
         output, "dedup", {"input": input, "threshold": threshold, "ngrams": ngrams, "text_key": text_key, "id_key": id_key},
         inputs=path_signature(input), overwrite=overwrite)
@@ -380,6 +356,7 @@ def dedup_command(
 
 
 @app.command("decontam")
+@executor_group(without=('gpus_per_task',))
 def decontam_command(
     input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
     against: Annotated[str, typer.Option(help="Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, "
@@ -393,15 +370,8 @@ def decontam_command(
     id_key: IdKey = "id",
     tasks: Tasks = 1,
     workers: Workers = 1,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
     overwrite: OverwriteOption = False,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Remove rows that share an n-gram with benchmark items; every removal names the item and the n-gram.
 
@@ -418,8 +388,6 @@ def decontam_command(
     """
     from curate.pipelines.decontam import decontaminate
 
-    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                cpus_per_task, mem_per_cpu_gb, 0)
     what = {"input": input, "against": against, "fields": fields, "ngrams": ngrams, "short_min_words": short_min_words,
             "benchmarks_dir": benchmarks_dir, "id_key": id_key}
     claim = None if in_place(input, output) else claim_output(
@@ -503,6 +471,7 @@ def mcqa(
 
 
 @app.command("cpt")
+@executor_group
 def cpt(
     tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v3).")],
     texts: Annotated[str, typer.Option(help="The corpus the tags were made from (file, folder, glob or hf:NAME).")],
@@ -551,17 +520,10 @@ def cpt(
     tasks: Tasks = 1,
     workers: Workers = 1,
     license: Annotated[str, typer.Option(help="License of the source text, for the cards.")] = "other",
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
     gpus_per_task: Annotated[int, typer.Option(help="--rewrite: GPUs per model server (ray and slurm reserve them; "
                                                "local gives each task its own). The corpus pass uses none.", min=0)] = 0,
     overwrite: OverwriteOption = False,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Build behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports.
 
@@ -590,8 +552,6 @@ def cpt(
                              max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
     if gpus_per_task and not rewrite:
         fail("--gpus-per-task applies to --rewrite only")
-    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     from curate.pipelines.state import folder_signature
     from curate.pipelines.tag import file_fingerprints
 

@@ -10,25 +10,17 @@ import typer
 from rich.table import Table
 
 from curate.cli.app import app, console
+from curate.cli.groups import executor_group
 from curate.cli.options import (
     BackendOption,
     ClassifierOption,
     ConcurrencyOption,
-    CpusPerTask,
     DataParallelOption,
     DeviceOption,
     EndpointOption,
-    ExecutorKind,
-    GpusPerTask,
     MaxTokensOption,
-    MemPerCpu,
     OverwriteOption,
-    RayAddress,
     ServerArgOption,
-    SlurmDryRun,
-    SlurmPartition,
-    SlurmQos,
-    SlurmTime,
     SystemOption,
     Tasks,
     TemperatureOption,
@@ -36,12 +28,12 @@ from curate.cli.options import (
     TopPOption,
     Workers,
     claim_output,
-    executor_options,
     fail,
     sampling_options,
     summary,
     up_to_date,
 )
+from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 
 @app.command()
@@ -354,6 +346,7 @@ def audit_verifier(
 
 
 @app.command("filter-passrate")
+@executor_group
 def filter_passrate(
     dataset: Annotated[Path, typer.Option(help="Built dataset with RL columns (question, data_source, ground truth).")],
     model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
@@ -375,16 +368,8 @@ def filter_passrate(
     limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
     tasks: Tasks = 1,
     workers: Workers = 1,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
-    gpus_per_task: GpusPerTask = 0,
     overwrite: OverwriteOption = False,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
 
@@ -399,8 +384,6 @@ def filter_passrate(
     """
     from curate.handoff.passrate import parse_band, run_passrate_filter
 
-    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
                                 device, concurrency, tp, dp, server_arg)
     from curate.pipelines.state import folder_signature

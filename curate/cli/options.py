@@ -1,4 +1,5 @@
-"""What the commands share: option types, the input spec, the executor options, errors and summaries."""
+"""What the commands share: option types, the input spec, errors and summaries (the executor options are a
+group of their own: curate.cli.groups)."""
 
 from __future__ import annotations
 
@@ -44,35 +45,7 @@ Tasks = Annotated[int, typer.Option(help="datatrove tasks (input files are split
 Workers = Annotated[int, typer.Option(help="Tasks run at the same time.", min=1)]
 
 
-ExecutorKind = Annotated[str, typer.Option("--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array).")]
-
-
-RayAddress = Annotated[Optional[str], typer.Option(help="Ray cluster address (default: RAY_ADDRESS, else a local Ray).")]
-
-
-SlurmPartition = Annotated[Optional[str], typer.Option(help="Slurm partition (--executor slurm).")]
-
-
-SlurmTime = Annotated[str, typer.Option(help="Slurm time limit per task.")]
-
-
-SlurmQos = Annotated[Optional[str], typer.Option(help="Slurm QOS.")]
-
-
-SlurmDryRun = Annotated[bool, typer.Option("--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing.")]
-
-
-CpusPerTask = Annotated[int, typer.Option(help="CPUs reserved per task (ray, slurm).", min=1)]
-
-
-MemPerCpu = Annotated[float, typer.Option("--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm).")]
-
-
 DeviceOption = Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")]
-
-
-GpusPerTask = Annotated[int, typer.Option(
-    help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the visible GPUs.", min=0)]
 
 
 VerifyInputs = Annotated[bool, typer.Option(
@@ -127,18 +100,6 @@ def in_place(input: str | Path, output: Path) -> bool:
 def up_to_date(output: Path) -> None:
     console.print(f"{output} is up to date: built by this same command from the same input; nothing to do "
                   "(--overwrite builds it again).")
-
-
-def executor_options(kind, ray_address, partition, time_limit, qos, dry_run, cpus, mem, gpus):
-    from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions
-
-    options = ExecutorOptions(kind=kind, ray_address=ray_address, partition=partition, time=time_limit, qos=qos,
-                              dry_run=dry_run, cpus_per_task=cpus, mem_per_cpu_gb=mem, gpus_per_task=gpus)
-    try:
-        options.validate()
-    except ExecutorConfigError as error:
-        fail(str(error))
-    return options
 
 
 def fail(message: str) -> None:

@@ -11,37 +11,30 @@ from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import app, console
+from curate.cli.groups import executor_group
 from curate.cli.options import (
     ClassifierOption,
-    CpusPerTask,
     DataParallelOption,
     DeviceOption,
-    ExecutorKind,
-    GpusPerTask,
     IdKey,
     InputOption,
-    MemPerCpu,
-    RayAddress,
-    SlurmDryRun,
-    SlurmPartition,
-    SlurmQos,
-    SlurmTime,
     Split,
     Streaming,
     Tasks,
     TextKey,
     VerifyInputs,
     Workers,
-    executor_options,
     fail,
     input_spec,
     summary,
     tag_rows,
     update_rows,
 )
+from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 
 @app.command()
+@executor_group
 def tag(
     input: InputOption = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/CLASSIFIER/.")] = Path("tags"),
@@ -55,15 +48,6 @@ def tag(
     batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
     verify_inputs: VerifyInputs = False,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
-    gpus_per_task: GpusPerTask = 0,
     model: Annotated[Optional[str], typer.Option(help="--classifier llm/cascade: the model (hub name or local dir).")] = None,
     backend: Annotated[str, typer.Option(help="--classifier llm/cascade: vllm, endpoint or transformers (as `curate tag-llm`).")] = "transformers",
     endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
@@ -74,6 +58,7 @@ def tag(
     max_doc_tokens: Annotated[int, typer.Option(help="--classifier llm: truncate documents to this many model tokens.", min=16)] = 3072,
     concurrency: Annotated[Optional[int], typer.Option(help="--classifier llm: requests in flight.", min=1)] = None,
     server_arg: Annotated[Optional[list[str]], typer.Option(help="--classifier llm: extra server flag KEY=VALUE, repeatable.")] = None,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Tag a corpus: write one attribute row per document to OUTPUT/CLASSIFIER/ (parquet).
 
@@ -105,16 +90,12 @@ def tag(
         tag_llm(model=model, input=input, output=output, backend=backend, endpoint_url=endpoint_url, mode=mode,
                 structured=structured, max_doc_tokens=max_doc_tokens, gate=gate or ("cues" if resolved.startswith("cascade_") else None),
                 device=device, concurrency=concurrency, server_arg=server_arg, text_key=text_key, id_key=id_key, split=split,
-                streaming=streaming, tasks=tasks, workers=workers, limit=limit, executor=executor, ray_address=ray_address,
-                slurm_partition=slurm_partition, slurm_time=slurm_time, slurm_qos=slurm_qos, slurm_dry_run=slurm_dry_run,
-                cpus_per_task=cpus_per_task, mem_per_cpu_gb=mem_per_cpu_gb, gpus_per_task=gpus_per_task)
+                streaming=streaming, tasks=tasks, workers=workers, limit=limit, runs_on=runs_on)
         return
     if model:
         fail("--model applies to --classifier llm or cascade only")
 
     spec = input_spec(input, text_key, id_key, split, streaming)
-    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     started = time.perf_counter()
     result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
                          verify_inputs=verify_inputs, executor=runs_on)
@@ -185,6 +166,7 @@ def warn_unfinished(directory: Path) -> None:
 
 
 @app.command("tag-llm")
+@executor_group
 def tag_llm(
     model: Annotated[str, typer.Option(help="Model: hub name or local directory (also the tokenizer unless --tokenizer).")],
     input: InputOption = None,
@@ -211,15 +193,6 @@ def tag_llm(
     tasks: Tasks = 1,
     workers: Workers = 1,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    slurm_partition: SlurmPartition = None,
-    slurm_time: SlurmTime = "24:00:00",
-    slurm_qos: SlurmQos = None,
-    slurm_dry_run: SlurmDryRun = False,
-    cpus_per_task: CpusPerTask = 1,
-    mem_per_cpu_gb: MemPerCpu = 2.0,
-    gpus_per_task: GpusPerTask = 0,
     chat_template_kwargs: Annotated[Optional[str], typer.Option(
         help="JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model "
              "family; Qwen3 gets thinking off, others {}).")] = None,
@@ -229,6 +202,7 @@ def tag_llm(
         help="Seconds one server start may take until it answers (default: vllm 1800, transformers 600).", min=1)] = None,
     server_start_retries: Annotated[Optional[int], typer.Option(
         help="Start attempts after a failed one (default: vllm 2, else 1).", min=0)] = None,
+    runs_on: ExecutorOptions = LOCAL,
 ) -> None:
     """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
 
@@ -272,8 +246,6 @@ def tag_llm(
         reasoning_parser=reasoning_parser, server_start_timeout=server_start_timeout,
         server_start_retries=server_start_retries,
     )
-    runs_on = executor_options(executor, ray_address, slurm_partition, slurm_time, slurm_qos, slurm_dry_run,
-                                cpus_per_task, mem_per_cpu_gb, gpus_per_task)
     spec = input_spec(input, text_key, id_key, split, streaming)
     result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
     rows = [r for r in tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]

@@ -38,17 +38,12 @@ from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
 
-from curate.errors import CurateError
+from curate.pipelines.executor_options import LOCAL, ExecutorConfigError, ExecutorOptions
 
-EXECUTORS = ("local", "ray", "slurm")
 SLURM_SCRIPT = "launch_script.slurm"
 DRY_RUN_JOB_ID = "dry-run"
 DRY_RUN_SUBMISSION = "dry_run_sbatch.json"  # beside each script of a dry run: the job id it stands for, sbatch's arguments
 STAGE_MANIFEST = "manifest.json"
-
-
-class ExecutorConfigError(CurateError, ValueError):
-    pass
 
 
 class JobSubmitted(RuntimeError):
@@ -62,40 +57,6 @@ class JobSubmitted(RuntimeError):
         self.scripts = scripts or ((script,) if script else ())
 
 
-@dataclass(frozen=True)
-class ExecutorOptions:
-    kind: str = "local"
-    ray_address: str | None = None  # None: RAY_ADDRESS from the environment, else a local Ray started here
-    cpus_per_task: int = 1
-    mem_per_cpu_gb: float = 2
-    gpus_per_task: int = 0
-    partition: str | None = None
-    time: str = "24:00:00"
-    qos: str | None = None
-    env_command: str | None = None  # default: activate the virtual environment this process runs in
-    dry_run: bool = False
-
-    def validate(self) -> None:
-        if self.kind not in EXECUTORS:
-            raise ExecutorConfigError(f"unknown executor {self.kind!r}; choose one of {', '.join(EXECUTORS)}")
-        if self.kind == "slurm" and not self.partition:
-            raise ExecutorConfigError("--executor slurm needs --slurm-partition (the partition to submit to)")
-        if self.kind != "slurm" and self.dry_run:
-            raise ExecutorConfigError("--slurm-dry-run only applies to --executor slurm")
-        if self.kind != "ray" and self.ray_address:
-            raise ExecutorConfigError("--ray-address only applies to --executor ray")
-        if self.kind == "ray":
-            import importlib.util
-
-            if importlib.util.find_spec("ray") is None:
-                raise ExecutorConfigError("--executor ray needs Ray: pip install 'ray[default]'")
-
-    def describe(self) -> dict:
-        return {"executor": self.kind, **({"ray_address": self.ray_address} if self.kind == "ray" else {}),
-                **({"partition": self.partition, "dry_run": self.dry_run} if self.kind == "slurm" else {})}
-
-
-LOCAL = ExecutorOptions()
 
 
 def visible_gpus() -> list[str]:

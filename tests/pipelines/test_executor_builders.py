@@ -260,17 +260,21 @@ def test_cpt_slurm_dry_run_then_rerun_matches_local(tmp_path, sample_tags, tiny_
 @pytest.mark.skipif(not HAS_SERVE, reason="needs `transformers serve` (pip install 'curate[serve]')")
 def test_cpt_rewrite_goes_to_slurm_with_its_gpus_once_the_pool_is_done(tmp_path, sample_tags, tiny_tokenizer):
     out = tmp_path / "cpt"
-    # The corpus pass, finished on this machine, counts for the Slurm run of the same command.
-    run_cpt(sample_tags, InputSpec(str(SAMPLE)), "6k", tiny_tokenizer, out, CPTSelection(seed=3), tasks=2, workers=2,
-            export=False, progress=False)
     command = [
         "cpt", "--tags", str(sample_tags), "--texts", str(SAMPLE), "--tokens", "6k", "--tokenizer", tiny_tokenizer,
         "--seed", "3", "--tasks", "2", "--workers", "2", "--output", str(out), "--rewrite", "--model", tiny_tokenizer,
         "--gpus-per-task", "1", *SLURM, "--slurm-dry-run",
     ]
+    # First run: only the corpus pass is submitted; its job array then runs (here, on this machine).
+    first = CliRunner().invoke(app, command, catch_exceptions=False)
+    assert first.exit_code == 0 and "curate-cpt-pool" in (out / ".curate" / "pool" / "logs" / SLURM_SCRIPT).read_text()
+    assert not (out / ".curate" / "rewrite").exists(), first.output
+    pool_logs = out / ".curate" / "pool" / "logs"
+    run_slurm_arrays(tmp_path, [pool_logs])
+    pool_script = (pool_logs / SLURM_SCRIPT).stat().st_mtime_ns
     submitted = CliRunner().invoke(app, command, catch_exceptions=False)
     assert submitted.exit_code == 0 and "dry run" in submitted.output, submitted.output
-    assert not (out / ".curate" / "pool" / "logs" / SLURM_SCRIPT).exists(), "the finished corpus pass is not resubmitted"
+    assert (pool_logs / SLURM_SCRIPT).stat().st_mtime_ns == pool_script, "the finished corpus pass is not resubmitted"
     script = (out / ".curate" / "rewrite" / "logs" / SLURM_SCRIPT).read_text()
     directives = dict(re.findall(r"^#SBATCH --([\w-]+)=?(.*)$", script, flags=re.MULTILINE))
     assert directives["job-name"] == "curate-cpt-rewrite" and directives["gpus"] == "1"
