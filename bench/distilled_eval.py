@@ -1,13 +1,23 @@
-"""F1 of distilled heads on the hand-labeled dev set, against the cue classifier whose labels they learned.
+"""Distilled learning curve: heads trained on 1k, 5k and 20k teacher labels of real texts, scored against the
+teacher on held-out teacher-labeled texts and against the hand labels (blind set's test half, dev set).
 
-    python bench/distilled_eval.py [--per-source 400] [--max-chunks 4] [--workdir DIR]
+    python bench/distilled_eval.py [--sizes 1000,5000,20000] [--head logistic|mlp|both] [--teacher cues]
+                                   [--max-chunks 4] [--test-size 2000] [--workdir DIR]
 
-Training texts are real math texts from ../shared/data that are *not* in the dev set, cut into units
-like the dev set's (Sky-T1 trace pieces from the MATH-500 traces, PRM800K phase1-test steps, GSM8K
-train answers, Stack Exchange fields whose text is not a dev item). They are tagged by `cues` through
-the `tag` pipeline, distilled through `curate distill`'s pipeline, and both classifiers are scored on
-tests/devset. Also reports documents/s of the distilled classifier against raw
-`SentenceTransformer.encode` over the same windows, measured in the same run.
+Corpus (bench/distilled_corpus.py): ~22k real texts of every genre in ../shared/data, none of them (nor any text
+sharing a 160-character run with one) in tests/devset, tests/heldout or tests/blindset. A fixed random
+`--test-size` of them is the teacher-agreement test; the rest is the pool, whose first N texts (one seeded
+order, so 1k is inside 5k inside 20k) are the N teacher labels of a size. Only the texts the sizes need are
+embedded and labeled. Those N are split 85/15 into train and
+the teacher's validation split, which alone chooses each head's regularisation (logistic C, or MLP alpha, by
+average precision) and its threshold (best F1); nothing is chosen on a hand-labeled set.
+
+Teacher agreement is the macro-F1 (mean over the four behaviors of the positive-class F1) of the student against
+the teacher's labels on the teacher-agreement test. Hand-label F1 is the same macro-F1 against the adjudicated
+labels of the blind set's TEST half (real texts and Countdown traces separately) and the dev set; the teacher's
+own row is printed for reference. Embeddings (the `Embedder` of `curate distill`: token windows, mean-pooled) and
+teacher labels are cached in the workdir, so the sizes and head types share one embedding pass and a rerun
+embeds nothing.
 """
 
 from __future__ import annotations
@@ -15,123 +25,188 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import resource
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cue_accuracy import scores  # noqa: E402
-from curate.behaviors import BEHAVIOR_NAMES  # noqa: E402
-from curate.classifiers import get_classifier  # noqa: E402
-from curate.pipelines.distill import train_distilled  # noqa: E402
-from curate.pipelines.readers import InputSpec  # noqa: E402
-from curate.pipelines.tag import run_tagging  # noqa: E402
-from tests.devset.resolve import DEFAULT_DATA_DIR, DevsetUnavailable, cut_pieces, load_devset  # noqa: E402
+from bench.cue_accuracy import is_countdown, load_blindset
+from bench.distilled_corpus import embeddings, gather, order, teacher_labels
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers.distilled import DEFAULT_EMBEDDING_MODEL, Heads
+from curate.pipelines.distill import _best_threshold, fit_behavior
+from tests.devset.resolve import DEFAULT_DATA_DIR, load_devset
+
+GRID = {"logistic": (0.1, 1.0), "mlp": (1.0,)}  # C of logistic heads; L2 alpha of MLP heads (one value: CPU time)
+HIDDEN = 128
+MIN_POSITIVES = 5
+SHORT = {"verification": "ver", "backtracking": "back", "subgoal_setting": "sub", "backward_chaining": "bwd"}
 
 
-def training_texts(data: Path, per_source: int, exclude: set[str], seed: int) -> list[dict]:
-    import pyarrow.parquet as pq
-
-    rng = random.Random(seed)
-    pools: dict[str, list[str]] = {"sky_t1_math500": [], "prm800k_test": [], "gsm8k_train": [], "stackexchange": []}
-    for line in (data / "longcot_skythought/sky-t1-math-correct-5K-27B_math500.jsonl").open():
-        trace = json.loads(line)["code"][0]
-        pools["sky_t1_math500"] += [trace[s:e] for s, e in cut_pieces(trace)]
-    steps = pq.read_table(data / "prm800k/phase1_test.stepwise-critic.parquet", columns=["next_response"]).column(0).to_pylist()
-    pools["prm800k_test"] = sorted({s for s in steps if s and len(s) >= 40})
-    pools["gsm8k_train"] = [json.loads(line)["answer"] for line in (data / "gsm8k/train.jsonl").open()]
-    for path in sorted((data / "stackexchange_math").glob("*.jsonl")):
-        for line in path.open():
-            thread = json.loads(line)
-            fields = [thread.get("question", {}).get("body_text")] + [a.get("body_text") for a in thread.get("answers", [])]
-            pools["stackexchange"] += [f for f in fields if isinstance(f, str) and 40 <= len(f) <= 3500]
-    documents = []
-    for source, texts in pools.items():
-        texts = [t for t in texts if t.strip() and t not in exclude]
-        rng.shuffle(texts)
-        documents += [{"id": f"{source}/{i}", "text": t, "source": source} for i, t in enumerate(texts[:per_source])]
-    return documents
+def f1(gold: np.ndarray, predicted: np.ndarray) -> float:
+    tp = int((gold & predicted).sum())
+    fp, fn = int((~gold & predicted).sum()), int((gold & ~predicted).sum())
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def per_behavior(gold: np.ndarray, predicted: np.ndarray) -> list[float]:
+    """F1 per behavior column; gold -1 (the teacher could not tell) is left out of that column."""
+    out = []
+    for k in range(gold.shape[1]):
+        known = gold[:, k] >= 0
+        out.append(f1(gold[known, k] == 1, predicted[known, k] == 1))
+    return out
+
+
+def train_heads(kind: str, x: np.ndarray, y: np.ndarray, validation: np.ndarray, seed: int) -> tuple[Heads, dict]:
+    """One head per behavior on the rows not in `validation`; regularisation and threshold chosen on `validation`."""
+    from sklearn.metrics import average_precision_score
+
+    heads, chosen = Heads(kind=kind), {}
+    for k, behavior in enumerate(BEHAVIOR_NAMES):
+        known = y[:, k] >= 0
+        train, val = known & ~validation, known & validation
+        yt, yv = y[train, k], y[val, k]
+        if min(yt.sum(), (1 - yt).sum()) < MIN_POSITIVES:
+            chosen[behavior] = None
+            continue
+        best = None
+        for strength in GRID[kind]:
+            candidate = Heads(kind=kind)
+            fit_behavior(candidate, behavior, x[train], yt, strength, seed, HIDDEN)
+            scores = candidate.scores(x[val])[behavior]
+            ap = average_precision_score(yv, scores) if 0 < yv.sum() < len(yv) else 0.0
+            if best is None or ap > best[0]:
+                best = (ap, strength, candidate, scores)
+        _, strength, candidate, scores = best
+        for store in ("weights", "bias", "layers", "mean", "scale"):
+            getattr(heads, store).update(getattr(candidate, store))
+        heads.thresholds[behavior] = _best_threshold(yv, scores)
+        chosen[behavior] = strength
+    return heads, chosen
+
+
+def predict(heads: Heads, x: np.ndarray) -> np.ndarray:
+    """0/1 per behavior; a behavior without a head predicts absent."""
+    scores = heads.scores(x)
+    out = np.zeros((len(x), len(BEHAVIOR_NAMES)), dtype=np.int8)
+    for k, b in enumerate(BEHAVIOR_NAMES):
+        if b in scores:
+            out[:, k] = scores[b] >= heads.thresholds[b]
+    return out
+
+
+def commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "curate/classifiers"], capture_output=True, text=True, check=False).stdout
+        return head + (" (curate/classifiers has uncommitted changes)" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--per-source", type=int, default=400, help="training texts per source")
-    parser.add_argument("--max-chunks", type=int, default=4)
+    parser.add_argument("--sizes", default="1000,5000,20000", help="teacher labels per training run (train + validation)")
+    parser.add_argument("--head", choices=("logistic", "mlp", "both"), default="both")
+    parser.add_argument("--teacher", default="cues", help="registry name of the teacher (default: the newest cues)")
+    parser.add_argument("--max-chunks", type=int, default=4, help="token windows embedded per long text")
+    parser.add_argument("--test-size", type=int, default=2000, help="held-out teacher-labeled texts for agreement")
+    parser.add_argument("--validation", type=float, default=0.15, help="share of each size's labels for choosing")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workdir", type=Path, help="keep corpus, tags and model here (default: a temp dir)")
+    parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "curate-distilled-eval")
+    parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    try:
-        devset = load_devset()
-    except DevsetUnavailable as error:
-        sys.exit(f"dev set unavailable: {error}")
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="distilled_eval."))
-    documents = training_texts(Path(os.environ.get("CURATE_SHARED_DATA") or DEFAULT_DATA_DIR), args.per_source, {item["text"] for item in devset}, args.seed)
-    corpus = workdir / "corpus" / "train.jsonl"
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in documents))
-    spec = InputSpec(path=str(corpus))
-    print(f"training corpus: {len(documents)} texts not in the dev set ({args.per_source} per source) -> {corpus}")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    kinds = ["logistic", "mlp"] if args.head == "both" else [args.head]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    began = time.time()
 
+    documents, lost = gather(Path(os.environ.get("CURATE_SHARED_DATA") or DEFAULT_DATA_DIR), args.seed)
+    if len(documents) < max(sizes) + args.test_size:
+        sys.exit(f"only {len(documents)} texts; need {max(sizes) + args.test_size} for --sizes and --test-size")
+    sources: dict[str, int] = {}
+    for d in documents:
+        sources[d["source"]] = sources.get(d["source"], 0) + 1
+    print(f"corpus: {len(documents)} real texts, none in (or overlapping) the dev, held-out or blind sets: {sources}")
+    print(f"  candidates left out as labeled texts: {lost}")
+    blind = load_blindset("test")
+    dev = load_devset()
+    hand = {
+        "blind test real": [i for i in blind if not is_countdown(i)],
+        "blind test countdown": [i for i in blind if is_countdown(i)],
+        "dev": dev,
+    }
+    hand_docs = [{"text": item["text"]} for group in hand.values() for item in group]
+    # Embedding (and everything below) follows the seeded order: test first, then the pool, size by size.
+    documents = [documents[i] for i in order(len(documents), args.seed)]
     started = time.time()
-    tags = run_tagging(spec, workdir / "tags", "cues", progress=False).tags_dir
-    print(f"cue tagging: {time.time() - started:.1f} s")
+    x, embed_seconds, new = embeddings(hand_docs + documents[:args.test_size + max(sizes)], args.workdir,
+                                       DEFAULT_EMBEDDING_MODEL, args.max_chunks)
+    print(f"embeddings: {x.shape[0]} texts ({new} not cached, {embed_seconds:.0f} s; {time.time() - started:.0f} s with loading)")
+    documents = documents[:args.test_size + max(sizes)]
+    hand_x, offset = {}, 0
+    for name, group in hand.items():
+        hand_x[name], offset = x[offset:offset + len(group)], offset + len(group)
+    x = x[offset:]
     started = time.time()
-    report = train_distilled(tags, spec, workdir / "model", max_chunks=args.max_chunks, seed=args.seed, progress=True)
-    print(f"distill (embed + train): {time.time() - started:.1f} s, model -> {report.model_dir}\n")
-    print("held-out split of the training corpus (agreement with cue labels):")
-    print("| behavior | train +/- | threshold | precision | recall | F1 | AUC |")
-    print("|---|---|---|---|---|---|---|")
-    for r in report.behaviors:
-        c = r.label_counts["train"]
-        if r.trained:
-            print(f"| {r.behavior} | {c['positive']}/{c['negative']} | {r.threshold:.3f} | {r.precision:.2f} | {r.recall:.2f} | {r.f1:.2f} | {r.auc:.2f} |")
-        else:
-            print(f"| {r.behavior} | {c['positive']}/{c['negative']} | no head: {r.warning} |")
+    y, teacher, teacher_seconds = teacher_labels(documents, args.workdir, args.teacher)
+    hand_teacher = {name: teacher_labels([{"text": i["text"]} for i in group], args.workdir, args.teacher, progress=False)[0]
+                    for name, group in hand.items()}
+    print(f"teacher {teacher} at {commit()}: {teacher_seconds:.0f} s new ({time.time() - started:.0f} s with loading); "
+          f"positive share {dict(zip(BEHAVIOR_NAMES, (y == 1).mean(axis=0).round(3).tolist()))}")
+    gold = {name: np.asarray([[item["labels"][b] for b in BEHAVIOR_NAMES] for item in group], dtype=np.int8)
+            for name, group in hand.items()}
 
-    texts = [item["text"] for item in devset]
-    cues = get_classifier("cues").classify(texts)
-    distilled_classifier = get_classifier(f"distilled:{report.model_dir}")
-    started = time.time()
-    distilled = distilled_classifier.classify(texts)
-    classify_seconds = time.time() - started
-    print(f"\ndev set ({len(devset)} hand-labeled items): F1 against the hand labels")
-    print("| behavior | positives | cues P / R / F1 | distilled P / R / F1 |")
-    print("|---|---|---|---|")
-    for b in BEHAVIOR_NAMES:
-        gold = [item["labels"][b] for item in devset]
-        cp, cr, cf, n = scores(list(zip(gold, [int((l.counts[b] or 0) > 0) for l in cues])))
-        if distilled[0].counts[b] is None:
-            print(f"| {b} | {n} | {cp:.2f} / {cr:.2f} / {cf:.2f} | no head |")
-            continue
-        dp, dr, df, _ = scores(list(zip(gold, [l.counts[b] for l in distilled])))
-        print(f"| {b} | {n} | {cp:.2f} / {cr:.2f} / {cf:.2f} | {dp:.2f} / {dr:.2f} / {df:.2f} |")
+    test, pool = np.arange(args.test_size), np.arange(args.test_size, len(documents))
+    results = []
+    row = {"size": "teacher", "head": teacher, "agreement": None, "per_behavior": None, "seconds": None,
+           "hand": {name: float(np.mean(per_behavior(gold[name], hand_teacher[name]))) for name in hand}}
+    results.append(row)
+    for size in sizes:
+        chosen = pool[:size]
+        validation = np.zeros(size, dtype=bool)
+        validation[np.random.default_rng(args.seed + 1).permutation(size)[:round(size * args.validation)]] = True
+        for kind in kinds:
+            started = time.time()
+            heads, strengths = train_heads(kind, x[chosen], y[chosen], validation, args.seed)
+            seconds = time.time() - started
+            agreement = per_behavior(y[test], predict(heads, x[test]))
+            results.append({
+                "size": size, "head": kind, "agreement": float(np.mean(agreement)), "per_behavior": agreement,
+                "seconds": seconds, "regularisation": strengths, "thresholds": heads.thresholds,
+                "hand": {name: float(np.mean(per_behavior(gold[name], predict(heads, hand_x[name])))) for name in hand},
+                "hand_per_behavior": {name: per_behavior(gold[name], predict(heads, hand_x[name])) for name in hand},
+            })
+            print(f"  size {size} {kind}: agreement {np.mean(agreement):.3f} in {seconds:.0f} s", flush=True)
 
-    # Throughput: the classifier (tokenise, window, embed, pool, heads) against raw encode of the same windows.
-    embedder = distilled_classifier.embedder
-    sample = [d["text"] for d in documents]
-    offsets = embedder.model.tokenizer(sample, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
-    windows = [w for text, o in zip(sample, offsets) for w in embedder.chunks(text, o)]
-    megabytes = sum(len(t.encode()) for t in sample) / 1e6
-    started = time.time()
-    embedder.model.encode(windows, batch_size=embedder.batch_size, normalize_embeddings=True, show_progress_bar=False)
-    raw = time.time() - started
-    started = time.time()
-    for i in range(0, len(sample), 64):
-        distilled_classifier.classify(sample[i:i + 64])
-    full = time.time() - started
-    print(f"\nthroughput over {len(sample)} training texts ({megabytes:.2f} MB, {len(windows)} windows), CPU:")
-    print(f"  raw SentenceTransformer.encode of the windows: {len(sample) / raw:.1f} docs/s, {megabytes / raw:.3f} MB/s")
-    print(f"  distilled_v1.classify (batches of 64):         {len(sample) / full:.1f} docs/s, {megabytes / full:.3f} MB/s"
-          f"  ({raw / full:.2f} x raw)")
-    print(f"  dev set classify: {len(texts) / classify_seconds:.1f} docs/s; peak RSS {rss_mb():.0f} MB")
+    test_positives = (y[test] == 1).sum(axis=0).tolist()
+    print(f"\nteacher {teacher}; teacher-agreement test: {args.test_size} texts, teacher positives "
+          + ", ".join(f"{SHORT[b]} {n}" for b, n in zip(BEHAVIOR_NAMES, test_positives))
+          + "; hand-labeled: " + ", ".join(f"{name} {len(group)}" for name, group in hand.items()))
+    print("\n| labels | head | agreement macro-F1 | " + " | ".join(SHORT[b] for b in BEHAVIOR_NAMES)
+          + " | blind test real | blind test countdown | dev | train s |")
+    print("|---" * (7 + len(BEHAVIOR_NAMES)) + "|")
+    for r in results:
+        cells = ["-"] * len(BEHAVIOR_NAMES) if r["per_behavior"] is None else [f"{v:.2f}" for v in r["per_behavior"]]
+        agreement = "(teacher)" if r["agreement"] is None else f"**{r['agreement']:.2f}**"
+        size = r["size"] if isinstance(r["size"], str) else f"{r['size']:,}"
+        print(f"| {size} | {r['head']} | {agreement} | " + " | ".join(cells) + " | "
+              + " | ".join(f"{r['hand'][name]:.2f}" for name in hand) + " | "
+              + ("-" if r["seconds"] is None else f"{r['seconds']:.0f}") + " |")
+    print(f"\nper-behavior F1 against the hand labels ({' / '.join(SHORT[b] for b in BEHAVIOR_NAMES)}):")
+    for r in results[1:]:
+        print(f"  {r['size']:>6} {r['head']:<8} " + "   ".join(
+            f"{name}: " + "/".join(f"{v:.2f}" for v in r["hand_per_behavior"][name]) for name in hand))
+    print("\nchosen on validation (C or alpha): " + "; ".join(f"{r['size']} {r['head']} {r['regularisation']}" for r in results[1:]))
+    print(f"total {time.time() - began:.0f} s (embedding {embed_seconds:.0f} s of it new, teacher {teacher_seconds:.0f} s new)")
+    if args.json:
+        args.json.write_text(json.dumps({"teacher": teacher, "commit": commit(), "corpus": sources, "results": results},
+                                        indent=1, default=float))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""`distilled_v1`: one linear head per behavior on frozen sentence embeddings (the FineWeb-Edu recipe).
+"""`distilled_v1`: one head per behavior on frozen sentence embeddings (the FineWeb-Edu recipe): linear (logistic
+regression, the default) or a small MLP (`curate distill --head mlp`).
 
 The heads are trained by `curate distill` on a stronger classifier's labels (cues, llm) and run at
 corpus scale on CPU: `curate tag --classifier distilled:MODEL_DIR`.
@@ -9,7 +10,7 @@ Very long documents keep `max_chunks` windows spread evenly over the text, which
 per document.
 
 A model directory holds `heads.npz` (plain arrays, loaded without pickle: a model directory is
-data, never code) and `distilled.json` (embedding model, thresholds, metrics, label source).
+data, never code) and `distilled.json` (embedding model, head type, thresholds, metrics, label source).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 METADATA = "distilled.json"
 HEADS = "heads.npz"
 FORMAT_VERSION = 1
+# A model directory with MLP heads says format_version 2, so code that reads only linear heads refuses it
+# instead of finding no head; logistic model directories stay at 1, byte-compatible with older ones.
+MLP_FORMAT_VERSION = 2
+HEAD_KINDS = ("logistic", "mlp")
 DEFAULT_MAX_CHUNKS = 8
 
 
@@ -97,34 +102,81 @@ class Embedder:
 
 @dataclass
 class Heads:
-    """Linear heads: score = sigmoid(x · weights[b] + bias[b]); present when score >= threshold[b].
-    A behavior without a head (too few positives to train) has no entry and is reported as unknown."""
+    """One head per behavior; present when score >= threshold[b]. A behavior without a head (too few positives
+    to train) has no entry and is reported as unknown.
+
+    `kind` "logistic": score = sigmoid(x · weights[b] + bias[b]).
+    `kind` "mlp": a small ReLU network per behavior on standardised embeddings, `layers[b]` = [(W, b), ...]
+    (the last layer has one output unit, read through a sigmoid), inputs (x - mean[b]) / scale[b]."""
 
     weights: dict[str, np.ndarray] = field(default_factory=dict)
     bias: dict[str, float] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
+    kind: str = "logistic"
+    layers: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    mean: dict[str, np.ndarray] = field(default_factory=dict)
+    scale: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in HEAD_KINDS:
+            raise DistilledModelError(f"unknown head type {self.kind!r}; expected one of {', '.join(HEAD_KINDS)}")
+
+    @property
+    def behaviors(self) -> list[str]:
+        return list(self.layers if self.kind == "mlp" else self.weights)
+
+    def input_dimension(self, behavior: str) -> int:
+        return int(self.layers[behavior][0][0].shape[0] if self.kind == "mlp" else self.weights[behavior].shape[0])
 
     def scores(self, embeddings: np.ndarray) -> dict[str, np.ndarray]:
-        return {b: 1.0 / (1.0 + np.exp(-(embeddings @ w + self.bias[b]))) for b, w in self.weights.items()}
+        if self.kind == "logistic":
+            return {b: 1.0 / (1.0 + np.exp(-(embeddings @ w + self.bias[b]))) for b, w in self.weights.items()}
+        out = {}
+        for b, layers in self.layers.items():
+            h = (embeddings - self.mean[b]) / self.scale[b]
+            for k, (w, bias) in enumerate(layers):
+                h = h @ w + bias
+                if k < len(layers) - 1:
+                    h = np.maximum(h, 0.0)
+            out[b] = 1.0 / (1.0 + np.exp(-h[:, 0]))
+        return out
 
     def save(self, path: Path) -> None:
         arrays = {}
-        for b, w in self.weights.items():
-            arrays[f"{b}.weights"] = w.astype(np.float32)
-            arrays[f"{b}.bias"] = np.asarray([self.bias[b]], dtype=np.float64)
+        for b in self.behaviors:
             arrays[f"{b}.threshold"] = np.asarray([self.thresholds[b]], dtype=np.float64)
+            if self.kind == "logistic":
+                arrays[f"{b}.weights"] = self.weights[b].astype(np.float32)
+                arrays[f"{b}.bias"] = np.asarray([self.bias[b]], dtype=np.float64)
+                continue
+            arrays[f"{b}.mean"] = self.mean[b].astype(np.float32)
+            arrays[f"{b}.scale"] = self.scale[b].astype(np.float32)
+            for k, (w, bias) in enumerate(self.layers[b]):
+                arrays[f"{b}.layer{k}.weights"] = w.astype(np.float32)
+                arrays[f"{b}.layer{k}.bias"] = bias.astype(np.float32)
         with path.open("wb") as f:
             np.savez(f, **arrays)
 
     @classmethod
-    def load(cls, path: Path) -> "Heads":
-        heads = cls()
+    def load(cls, path: Path, kind: str = "logistic") -> Heads:
+        heads = cls(kind=kind)
         with np.load(path, allow_pickle=False) as arrays:
             for b in BEHAVIOR_NAMES:
-                if f"{b}.weights" in arrays:
+                if f"{b}.threshold" not in arrays:
+                    continue
+                heads.thresholds[b] = float(arrays[f"{b}.threshold"][0])
+                if kind == "logistic":
                     heads.weights[b] = arrays[f"{b}.weights"].astype(np.float32)
                     heads.bias[b] = float(arrays[f"{b}.bias"][0])
-                    heads.thresholds[b] = float(arrays[f"{b}.threshold"][0])
+                    continue
+                heads.mean[b], heads.scale[b] = arrays[f"{b}.mean"], arrays[f"{b}.scale"]
+                layers, k = [], 0
+                while f"{b}.layer{k}.weights" in arrays:
+                    layers.append((arrays[f"{b}.layer{k}.weights"], arrays[f"{b}.layer{k}.bias"]))
+                    k += 1
+                if not layers:
+                    raise DistilledModelError(f"{path}: mlp head {b} has no layers")
+                heads.layers[b] = layers
         return heads
 
 
@@ -140,13 +192,25 @@ def load_model_dir(model_dir: str | Path) -> tuple[dict, Heads]:
             "train one with `curate distill --labels TAGS --texts CORPUS --output MODEL_DIR`"
         )
     metadata = json.loads((root / METADATA).read_text())
-    if metadata.get("format_version") != FORMAT_VERSION:
-        raise DistilledModelError(f"{root / METADATA}: format_version {metadata.get('format_version')!r}, expected {FORMAT_VERSION}")
-    heads = Heads.load(root / HEADS)
-    for b, w in heads.weights.items():
-        if w.shape != (metadata["embedding_dimension"],):
-            raise DistilledModelError(f"{root / HEADS}: head {b} has shape {w.shape}, expected ({metadata['embedding_dimension']},)")
+    if metadata.get("format_version") not in (FORMAT_VERSION, MLP_FORMAT_VERSION):
+        raise DistilledModelError(f"{root / METADATA}: format_version {metadata.get('format_version')!r}, "
+                                  f"expected {FORMAT_VERSION} or {MLP_FORMAT_VERSION}")
+    kind = head_kind(metadata)
+    heads = Heads.load(root / HEADS, kind)
+    for b in heads.behaviors:
+        if heads.input_dimension(b) != metadata["embedding_dimension"]:
+            raise DistilledModelError(f"{root / HEADS}: {kind} head {b} takes {heads.input_dimension(b)}-d input, "
+                                      f"expected {metadata['embedding_dimension']}")
     return metadata, heads
+
+
+def head_kind(metadata: dict) -> str:
+    """The head type a model directory records ("logistic_regression" in directories written before MLP heads)."""
+    kind = (metadata.get("head") or {}).get("type", "logistic_regression")
+    kind = "logistic" if kind == "logistic_regression" else kind
+    if kind not in HEAD_KINDS:
+        raise DistilledModelError(f"distilled model records head type {kind!r}; this version reads {', '.join(HEAD_KINDS)}")
+    return kind
 
 
 class DistilledClassifier(Classifier):
@@ -164,7 +228,7 @@ class DistilledClassifier(Classifier):
             )
         self.model = f"{self.metadata['embedding_model']} + heads on {self.metadata['label_classifier']} labels ({self.model_dir})"
         self.prompt_version = f"heads-{file_digest(self.model_dir / HEADS)}"
-        missing = [b for b in BEHAVIOR_NAMES if b not in self.heads.weights]
+        missing = [b for b in BEHAVIOR_NAMES if b not in self.heads.behaviors]
         self._missing_reason = (
             f"no distilled head for {', '.join(missing)} (too few positive labels to train)" if missing else None
         )

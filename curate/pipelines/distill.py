@@ -2,8 +2,8 @@
 
 Labels come from any tags directory (cues_v1, llm_v1, ...); texts from the corpus those tags were
 made from, matched by document id. Documents are split train / validation / test by a seeded
-permutation; each behavior's head is a logistic regression on the frozen embeddings, its threshold
-is the one that maximises F1 on validation, and its precision, recall, F1 and AUC are measured on
+permutation; each behavior's head is a logistic regression on the frozen embeddings (or, with
+head="mlp", a one-hidden-layer MLP on the standardised embeddings), its threshold is the one that maximises F1 on validation, and its precision, recall, F1 and AUC are measured on
 test, which neither training nor threshold choice has seen.
 """
 
@@ -23,8 +23,10 @@ from curate.classifiers.distilled import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MAX_CHUNKS,
     FORMAT_VERSION,
+    HEAD_KINDS,
     HEADS,
     METADATA,
+    MLP_FORMAT_VERSION,
     Embedder,
     Heads,
 )
@@ -33,6 +35,7 @@ from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
 PR_PLOT = "pr_curves.png"
 MIN_TEST_POSITIVES = 5
+EARLY_STOPPING_ROWS = 1000
 
 
 class DistillError(CurateError, ValueError):
@@ -118,6 +121,40 @@ def _fit_head(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> tuple[np.nda
     return weights.astype(np.float32), bias
 
 
+def _fit_mlp(x: np.ndarray, y: np.ndarray, hidden: int, alpha: float, seed: int):
+    """A one-hidden-layer ReLU MLP on standardised features; classes weighted to balance, as the logistic heads are.
+    Returns (layers, mean, scale) for `Heads(kind="mlp")`."""
+    from sklearn.neural_network import MLPClassifier
+
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
+    positives = max(int(y.sum()), 1)
+    weight = np.where(y == 1, len(y) / (2 * positives), len(y) / (2 * max(len(y) - positives, 1)))
+    # Early stopping holds out a tenth of the training rows: only worth it when that tenth is not a handful.
+    model = MLPClassifier(hidden_layer_sizes=(hidden,), alpha=alpha, early_stopping=len(y) >= EARLY_STOPPING_ROWS, validation_fraction=0.1,
+                          n_iter_no_change=10, max_iter=300, random_state=seed)
+    model.fit((x - mean) / scale, y, sample_weight=weight)
+    layers = [(w.astype(np.float32), b.astype(np.float32)) for w, b in zip(model.coefs_, model.intercepts_)]
+    return layers, mean.astype(np.float32), scale.astype(np.float32)
+
+
+def fit_behavior(heads: Heads, behavior: str, x: np.ndarray, y: np.ndarray, regularization: float = 1.0,
+                 seed: int = 0, hidden: int = 256) -> None:
+    """Train `behavior`'s head of `heads.kind` on (x, y) and store it in `heads` (threshold not set).
+    `regularization` is C for logistic heads and the L2 penalty alpha for MLP heads."""
+    if heads.kind == "logistic":
+        heads.weights[behavior], heads.bias[behavior] = _fit_head(x, y, regularization, seed)
+    else:
+        heads.layers[behavior], heads.mean[behavior], heads.scale[behavior] = _fit_mlp(x, y, hidden, regularization, seed)
+
+
+def _one(heads: Heads, behavior: str) -> Heads:
+    return Heads(kind=heads.kind, weights={k: v for k, v in heads.weights.items() if k == behavior},
+                 bias={k: v for k, v in heads.bias.items() if k == behavior},
+                 layers={k: v for k, v in heads.layers.items() if k == behavior},
+                 mean={k: v for k, v in heads.mean.items() if k == behavior},
+                 scale={k: v for k, v in heads.scale.items() if k == behavior})
+
+
 def _best_threshold(y: np.ndarray, scores: np.ndarray) -> float:
     from sklearn.metrics import precision_recall_curve
 
@@ -201,9 +238,14 @@ def train_distilled(
     limit: int = -1,
     batch_size: int = 64,
     progress: bool = True,
+    head: str = "logistic",
+    hidden: int = 256,
 ) -> DistillReport:
+    """`regularization`: C of the logistic heads (default 1.0), or the MLP's L2 alpha (head="mlp"; give e.g. 1e-3)."""
     from tqdm.auto import tqdm
 
+    if head not in HEAD_KINDS:
+        raise DistillError(f"unknown head {head!r}; expected one of {', '.join(HEAD_KINDS)}")
     started = time.time()
     output = Path(output).expanduser()
     if output.exists() and any(output.iterdir()):
@@ -234,7 +276,7 @@ def train_distilled(
         model_dir=output, documents=len(ids), labelled_ids=len(labels), unmatched_ids=len(labels) - len(ids) if limit < 0 else 0,
         skipped_rejects=rejects, label_classifier="+".join(classifiers), embedding_model=embedding_model,
     )
-    heads, curves = Heads(), {}
+    heads, curves = Heads(kind=head), {}
     for column, behavior in enumerate(BEHAVIOR_NAMES):
         known = np.asarray([v is not None for v in matrix[:, column]])
         y = np.asarray([v or 0 for v in matrix[:, column]], dtype=int)
@@ -250,9 +292,8 @@ def train_distilled(
                 "tags will say unknown (null) for this behavior"
             )
             continue
-        weights, bias = _fit_head(embeddings[parts["train"]], y[parts["train"]], regularization, seed)
-        heads.weights[behavior], heads.bias[behavior] = weights, bias
-        scored = Heads(weights={behavior: weights}, bias={behavior: bias}).scores
+        fit_behavior(heads, behavior, embeddings[parts["train"]], y[parts["train"]], regularization, seed, hidden)
+        scored = _one(heads, behavior).scores
         result.threshold = _best_threshold(y[parts["validation"]], scored(embeddings[parts["validation"]])[behavior])
         heads.thresholds[behavior] = result.threshold
         result.trained = True
@@ -267,7 +308,7 @@ def train_distilled(
             result.warning = f"only {counts['test']['positive']} positives in the test split: its metrics are unreliable"
 
     metadata = {
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if head == "logistic" else MLP_FORMAT_VERSION,
         "classifier": "distilled_v1",
         "label_classifier": report.label_classifier,
         "labels": str(Path(labels_dir).expanduser().resolve()),
@@ -276,7 +317,9 @@ def train_distilled(
         "embedding_dimension": embedder.dimension,
         "max_chunks": max_chunks,
         "window_tokens": embedder.window,
-        "head": {"type": "logistic_regression", "class_weight": "balanced", "C": regularization},
+        "head": ({"type": "logistic_regression", "class_weight": "balanced", "C": regularization} if head == "logistic"
+                 else {"type": "mlp", "hidden_layer_sizes": [hidden], "activation": "relu", "alpha": regularization,
+                       "sample_weight": "balanced", "early_stopping_from_rows": EARLY_STOPPING_ROWS}),
         "split": {"seed": seed, "validation": validation, "test": test},
         "thresholds": dict(heads.thresholds),
         "documents": report.documents,

@@ -9,11 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
-from curate.classifiers.distilled import Embedder, load_model_dir
-from curate.pipelines.distill import DistillError, train_distilled
+from curate.classifiers.distilled import Embedder, Heads, load_model_dir
+from curate.pipelines.distill import DistillError, fit_behavior, train_distilled
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
@@ -148,3 +149,52 @@ def test_bad_model_dir_and_missing_argument(tmp_path):
         get_classifier(f"distilled:{tmp_path}")
     with pytest.raises(ValueError, match="needs a model directory"):
         get_classifier("distilled")
+
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_mlp_head_learns_and_round_trips(tmp_path):
+    """An MLP head (plain arrays, no pickle) learns a non-linear rule a linear head cannot, and saves/loads exactly."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 8)).astype(np.float32)
+    y = (x[:, 0] * x[:, 1] > 0).astype(int)  # XOR of signs: no linear head separates it
+    heads = Heads(kind="mlp")
+    fit_behavior(heads, "verification", x[:400], y[:400], regularization=1e-3, seed=0, hidden=32)
+    linear = Heads()
+    fit_behavior(linear, "verification", x[:400], y[:400])
+    auc = roc_auc_score(y[400:], heads.scores(x[400:])["verification"])
+    assert auc >= 0.9 > roc_auc_score(y[400:], linear.scores(x[400:])["verification"]) + 0.2
+    heads.thresholds["verification"] = 0.5
+    heads.save(tmp_path / "heads.npz")
+    loaded = Heads.load(tmp_path / "heads.npz", "mlp")
+    np.testing.assert_allclose(loaded.scores(x)["verification"], heads.scores(x)["verification"], rtol=1e-6)
+    assert loaded.behaviors == ["verification"] and loaded.input_dimension("verification") == 8
+
+
+def test_mlp_model_dir_records_head_type_and_loads(trained, tmp_path):
+    """--head mlp: the model dir records the head type (format 2) and the classifier scores with the network;
+    a logistic dir written before the option (no head type recorded) still loads as logistic."""
+    report = train_distilled(trained["tags"], trained["spec"], tmp_path / "mlp", max_chunks=1, min_positives=4, limit=24,
+                             seed=1, progress=False, head="mlp", hidden=16, regularization=1e-2)
+    metadata, heads = load_model_dir(report.model_dir)
+    assert metadata["head"]["type"] == "mlp" and metadata["format_version"] == 2 and heads.kind == "mlp"
+    assert {r.behavior for r in report.behaviors if r.trained} == set(heads.behaviors) and not heads.weights
+    b = heads.behaviors[0]
+    (w0, _), (w1, b1) = heads.layers[b]
+    assert w0.shape == (metadata["embedding_dimension"], 16) and w1.shape == (16, 1) and b1.shape == (1,)
+    texts = [json.loads(line)["text"] for line in trained["corpus"].open()][:3]
+    labels = get_classifier(f"distilled:{report.model_dir}").classify(texts)
+    expected = heads.scores(Embedder(max_chunks=1).embed(texts))
+    for b in heads.behaviors:
+        np.testing.assert_allclose([label.scores[b] for label in labels], expected[b], rtol=1e-5, atol=1e-6)
+        assert [label.counts[b] for label in labels] == [int(s >= heads.thresholds[b]) for s in expected[b]]
+    old = tmp_path / "old"
+    old.mkdir()
+    logistic = Path(trained["report"].model_dir)
+    legacy = json.loads((logistic / "distilled.json").read_text())
+    legacy.pop("head")
+    (old / "distilled.json").write_text(json.dumps(legacy))
+    (old / "heads.npz").write_bytes((logistic / "heads.npz").read_bytes())
+    assert load_model_dir(old)[1].kind == "logistic"
+    with pytest.raises(ValueError, match="unknown head"):
+        train_distilled(trained["tags"], trained["spec"], tmp_path / "bad", head="forest", progress=False)
