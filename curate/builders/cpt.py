@@ -48,6 +48,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL, ExecutorOptions, Stage, input_signature, resumable_stage, run_pipeline, run_stages
+from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.pipelines.query import open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
@@ -767,31 +768,19 @@ def cpt_text(question: str, thoughts: str, answer: str) -> str:
     return f"<question>\n{question}\n</question>\n<thoughts>\n{thoughts}\n</thoughts>\n<answer>\n{answer}\n</answer>"
 
 
-@dataclass
-class RewriteOptions:
-    model: str
-    backend: str = "transformers"
-    endpoint_url: str | None = None
+@dataclass(frozen=True)
+class RewriteOptions(ServerOptions):
+    """The server (ServerOptions) plus the rewrite's own budgets."""
+
+    tp: int | None = 1
     tokenizer: str | None = None  # the model's tokenizer, for truncation (default: the model)
     max_doc_tokens: int = 3072
     max_new_tokens: int = 4096
-    tp: int = 1
-    dp: int = 1
-    concurrency: int | None = None
-    request_timeout: float = 600.0
     records_per_chunk: int = 500
-    device: str = "auto"
-    server_args: dict = field(default_factory=dict)
 
-    def tag_options(self):
-        from curate.pipelines.llm_tag import LLMTagOptions
-
-        # inference_config sizes the context as max_doc_tokens + 1024 (prompt room); a rewrite also needs room
-        # for an output as long as the document.
-        return LLMTagOptions(model=self.model, backend=self.backend, endpoint_url=self.endpoint_url, tp=self.tp, dp=self.dp,
-                             max_doc_tokens=self.max_doc_tokens + self.max_new_tokens, concurrency=self.concurrency,
-                             request_timeout=self.request_timeout, records_per_chunk=self.records_per_chunk,
-                             device=self.device, server_args=self.server_args)
+    def context_tokens(self) -> int:
+        """One request: the document, the prompt (under 1024 tokens) and an output as long as the document."""
+        return self.max_doc_tokens + self.max_new_tokens + 1024
 
 
 REWRITE_KEY = "curate_rewrite"
@@ -918,11 +907,8 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
                 progress: bool = True, executor: ExecutorOptions | None = None) -> RewriteResult:
     """Rewrites OUT/enriched and OUT/minimized into OUT/<variant>_rewrite, one model server per task, on `executor`
     (Slurm: raises JobSubmitted; rerun once the job is done)."""
-    from curate.pipelines.llm_tag import CurateInferenceRunner, inference_config
-
     executor = executor or LOCAL
-    llm_options = options.tag_options()
-    llm_options.validate(executor.gpus_per_task)
+    options.validate(executor.gpus_per_task)
     prompts = RewritePrompts.load()
     # Absolute: Ray and Slurm workers need not share this process's working directory.
     stage = output.resolve() / STATE / "rewrite"
@@ -947,7 +933,8 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
     raw = stage / "raw"
     runner = CurateInferenceRunner(
         rollout_fn=rewrite_rollout,
-        config=inference_config(llm_options, str(stage / "logs" / "server"), executor.gpus_per_task),
+        config=inference_config(options, str(stage / "logs" / "server"), executor.gpus_per_task,
+                                context_tokens=options.context_tokens()),
         output_writer=RewriteWriter(str(raw)),
         shared_context=partial(rewrite_context, prompts, options.tokenizer or options.model, options.max_doc_tokens,
                                options.max_new_tokens, progress),

@@ -1,7 +1,7 @@
 """LLM writers: a teacher model writes Countdown priming traces, and rewrites multiple-choice stems as
 open-answer questions with a second model pass as judge (the Big-Math recipe).
 
-Both run through the LLM backends of `curate.pipelines.llm_tag` (datatrove's InferenceRunner: `vllm
+Both run through the LLM backends of `curate.pipelines.llm.server` (datatrove's InferenceRunner: `vllm
 serve`, an OpenAI-compatible endpoint, or `transformers serve`), one job per call, with chunk
 checkpoints and the request cache under a work directory so that a rerun of the same job does not
 re-request finished documents. Rollouts only send requests; everything a model says is parsed
@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from datatrove.pipeline.writers.jsonl import JsonlWriter
 
 from curate.behaviors import Behavior
 from curate.errors import CurateError
+from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.puzzles.countdown import Problem, check_expression
 
 RESULTS_KEY = "curate_llm_writer"
@@ -47,39 +48,24 @@ class LLMWriterError(CurateError, ValueError):
     pass
 
 
-@dataclass
-class LLMOptions:
-    """Which model writes, where it runs and how it samples."""
+@dataclass(frozen=True)
+class LLMOptions(ServerOptions):
+    """Which model writes and where it runs (ServerOptions), and how it samples."""
 
-    model: str
-    backend: str = "transformers"
-    endpoint_url: str | None = None
-    tp: int = 1
-    dp: int = 1
-    server_args: dict = field(default_factory=dict)
-    concurrency: int | None = None
-    request_timeout: float = 600.0
-    device: str = "auto"
+    tp: int | None = 1
     max_tokens: int = 2048
     temperature: float = 0.7
 
-    def tag_options(self):
-        """The backend part as llm_tag's options, so that validation and server config are shared."""
-        from curate.pipelines.llm_tag import LLMTagOptions
-
+    def validate(self, gpus_per_task: int = 0) -> None:
         if not self.model:
             raise LLMWriterError("the LLM writer needs --model (a hub name or a local directory)")
         if self.max_tokens < 1:
             raise LLMWriterError("--max-tokens must be positive")
-        # model_max_context is max_doc_tokens + 1024: room for the prompt (< 2k tokens here) and the answer.
-        return LLMTagOptions(
-            model=self.model, backend=self.backend, endpoint_url=self.endpoint_url, tp=self.tp, dp=self.dp,
-            server_args=dict(self.server_args), concurrency=self.concurrency, request_timeout=self.request_timeout,
-            device=self.device, max_doc_tokens=self.max_tokens + 1024,
-        )
+        super().validate(gpus_per_task)
 
-    def validate(self) -> None:
-        self.tag_options().validate()
+    def context_tokens(self) -> int:
+        """One request: the prompt (under 2k tokens here) and the answer."""
+        return self.max_tokens + 2048
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -142,10 +128,7 @@ def run_generation(requests: dict[str, dict], rollout, options: LLMOptions, work
                    description: str, progress: bool = True) -> dict[str, dict]:
     """Send every request (document id -> request) through one InferenceRunner job; returns id -> result.
     A document whose request the server refused as malformed is absent from the result."""
-    from curate.pipelines.llm_tag import CurateInferenceRunner, inference_config
-
-    tag_options = options.tag_options()
-    tag_options.validate()
+    options.validate()
     workdir = Path(workdir)
     output = workdir / "results"
     fingerprint = hashlib.sha256(json.dumps([requests, options.model, options.temperature, options.max_tokens],
@@ -161,7 +144,7 @@ def run_generation(requests: dict[str, dict], rollout, options: LLMOptions, work
     documents = [Document(text=key, id=key, metadata={REQUEST_KEY: request}) for key, request in requests.items()]
     runner = CurateInferenceRunner(
         rollout_fn=rollout,
-        config=inference_config(tag_options, str(workdir / "_logs" / "server")),
+        config=inference_config(options, str(workdir / "_logs" / "server"), context_tokens=options.context_tokens()),
         output_writer=JsonlWriter(str(output), output_filename="${rank}_${chunk_index}.jsonl", compression=None),
         shared_context=partial(_progress_context, len(documents), description, progress),
         checkpoints_local_dir=str(workdir / "_checkpoints"),

@@ -23,7 +23,6 @@ parameters) reuses OUT/rates and sends no request.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import time
@@ -45,7 +44,7 @@ from curate.builders.priming import tinyzero_prompt
 from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
-from curate.pipelines.llm_tag import CurateInferenceRunner, LLMTagConfigError, LLMTagOptions, inference_config
+from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
 from curate.pipelines.steps import PARTIAL, AtomicOutput
 from curate.pipelines.tag import failed_tasks
 from curate.rewards.registry import get_reward
@@ -75,27 +74,19 @@ class PassRateError(CurateError, ValueError):
     pass
 
 
-@dataclass
-class SamplingOptions:
-    """The policy and how to sample it; backends and server flags are those of `curate tag-llm`."""
+@dataclass(frozen=True)
+class SamplingOptions(ServerOptions):
+    """The policy's server (ServerOptions, as for `curate tag-llm`) plus how to sample it."""
 
-    model: str
     k: int = 8
-    backend: str = "transformers"
+    tp: int | None = 1
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 1024
     max_prompt_tokens: int = 2048
     instruction: str | None = None  # None: each reward's own answer-format instruction (as in `curate export`)
     system: str | None = None
-    endpoint_url: str | None = None
-    tp: int = 1
-    dp: int = 1
-    server_args: dict = field(default_factory=dict)
-    concurrency: int | None = None
-    request_timeout: float = 600.0
     records_per_chunk: int = 500
-    device: str = "auto"
     # chat: messages through /v1/chat/completions; tinyzero: the raw TinyZero completion prompt through
     # /v1/completions, for base models (the reference study prompted them so)
     prompt_format: str = "chat"
@@ -112,22 +103,15 @@ class SamplingOptions:
         if self.k > 1 and self.temperature == 0:
             raise PassRateError("k > 1 samples at temperature 0 are k copies of one answer; raise --temperature")
         try:
-            self._server_options().validate(gpus_per_task)
-        except LLMTagConfigError as error:
+            super().validate(gpus_per_task)
+        except ServerConfigError as error:
             raise PassRateError(str(error)) from None
 
-    def _server_options(self) -> LLMTagOptions:
-        # model_max_context = max_doc_tokens + 1024 there; here it must hold the prompt and the whole answer.
-        return LLMTagOptions(
-            model=self.model, backend=self.backend, endpoint_url=self.endpoint_url, tp=self.tp, dp=self.dp,
-            server_args=self.server_args, concurrency=self.concurrency, request_timeout=self.request_timeout,
-            max_doc_tokens=max(16, self.max_prompt_tokens + self.max_tokens - 1024), device=self.device,
-        )
-
     def inference_config(self, log_folder: str, gpus_per_task: int = 0):
-        base = inference_config(self._server_options(), log_folder, gpus_per_task)
-        return dataclasses.replace(
-            base, rollouts_per_document=self.k, max_concurrent_documents=None, use_chat=self.prompt_format == "chat",
+        # One request holds the prompt and the whole answer.
+        return inference_config(
+            self, log_folder, gpus_per_task, context_tokens=max(1040, self.max_prompt_tokens + self.max_tokens),
+            rollouts_per_document=self.k, max_concurrent_documents=None, use_chat=self.prompt_format == "chat",
             default_generation_params={"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens},
         )
 

@@ -1,36 +1,27 @@
 """LLM tagging on datatrove's InferenceRunner: corpus -> [cue gate] -> model server -> attribute shards.
 
-Backends: `vllm` (InferenceRunner spawns `vllm serve`, tp/dp), `endpoint` (any OpenAI-compatible
-URL; key from CURATE_API_KEY or OPENAI_API_KEY), `transformers` (spawns `transformers serve MODEL`,
-for CPU or a small GPU). Shards go to TAGS/<llm_v1|cascade_v1>/ with the same manifest and task
-bookkeeping as `run_tagging`, so `curate build --tags TAGS --classifier llm` selects from them.
+The model runs on any backend of curate.pipelines.llm.server (vllm, endpoint, transformers). Shards go
+to TAGS/<llm_v1|cascade_v1>/ with the same manifest and task bookkeeping as `run_tagging`, so `curate build --tags TAGS --classifier llm` selects from them.
 
 Resume: finished chunks are final parquet files; documents of the unfinished chunk are replayed
 from the local checkpoint, and requests already answered come from datatrove's request cache.
 
-Scale: the pipeline runs on any executor of executors.py (local, Ray, Slurm). Every datatrove task
-starts its own server (InferenceRunner does, per rank, on a port derived from the rank);
-`gpus_per_task` gives each task's server its own GPUs, and vLLM's tensor parallelism defaults to it.
+Scale: the pipeline runs on any executor of executors.py (local, Ray, Slurm), one model server per task.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
-from datatrove.pipeline.inference.run_inference import InferenceConfig, InferenceRunner
-from datatrove.pipeline.inference.servers import CustomServer, InferenceServer
 from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
@@ -38,23 +29,16 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
 from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
-from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
+from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
 from curate.pipelines.tag import TagResult, check_manifest, failed_tasks, recorded_tasks, report_duplicate_ids
 from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
 
-BACKENDS = ("vllm", "endpoint", "transformers")
-API_KEY_VARIABLES = ("CURATE_API_KEY", "OPENAI_API_KEY")
 GATE_KEY = "curate_gate"
 RESULTS_KEY = "curate_llm"
 LLM_CONFIG = "llm_config.json"
-DEFAULT_CONCURRENCY = {"vllm": 256, "endpoint": 32, "transformers": 4}
-# One start attempt: spawning the server (on a retry, waiting for another task's first start) and then until it
-# answers. A real model's first vLLM start (weights from a network disk, torch.compile, CUDA graphs) takes minutes.
-DEFAULT_START_TIMEOUT = {"vllm": 1800.0, "endpoint": 300.0, "transformers": 600.0}
-DEFAULT_START_RETRIES = {"vllm": 2, "endpoint": 1, "transformers": 1}
 
 LLM_ATTRIBUTE_SCHEMA = pa.schema(
     [
@@ -72,33 +56,22 @@ LLM_ATTRIBUTE_SCHEMA = pa.schema(
 )
 
 
-class LLMTagConfigError(CurateError, ValueError):
+class LLMTagConfigError(ServerConfigError):
     pass
 
 
-@dataclass
-class LLMTagOptions:
-    model: str
-    backend: str = "transformers"
+@dataclass(frozen=True)
+class LLMTagOptions(ServerOptions):
+    """The server (ServerOptions) plus how tagging prompts it and writes its rows."""
+
+    request_timeout: float = 300.0
     mode: str = "per-behavior"
     structured: bool = False
     max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS
     tokenizer: str | None = None
     max_answer_tokens: int | None = None
-    endpoint_url: str | None = None
-    tp: int | None = None  # None: the GPUs per task for vllm, else 1
-    dp: int = 1
-    server_args: dict = field(default_factory=dict)
-    concurrency: int | None = None
-    request_timeout: float = 300.0
     records_per_chunk: int = 500
     gate: str | None = None  # set: cascade_v1 with this gate classifier
-    device: str = "auto"  # transformers backend only
-    chat_template_kwargs: dict | None = None  # None: the model family's default (Qwen3: thinking off), else {}
-    reasoning_parser: str | None = None  # vllm only: the server splits <think> off into `reasoning`
-    max_model_len: int | None = None  # the server's context; None: max_doc_tokens + 1024 (tag-llm sets its budget)
-    server_start_timeout: float | None = None  # seconds per start attempt; None: DEFAULT_START_TIMEOUT
-    server_start_retries: int | None = None  # None: DEFAULT_START_RETRIES
 
     def template_kwargs(self) -> dict:
         from curate.classifiers.llm import default_chat_template_kwargs
@@ -113,45 +86,6 @@ class LLMTagOptions:
         if self.gate:
             return CascadeClassifier(self.model, gate=self.gate, **llm_options)
         return LLMClassifier(self.model, **llm_options)
-
-    def tensor_parallel(self, gpus_per_task: int = 0) -> int:
-        if self.tp is not None:
-            return self.tp
-        return gpus_per_task if self.backend == "vllm" and gpus_per_task else 1
-
-    def validate(self, gpus_per_task: int = 0) -> None:
-        if self.backend not in BACKENDS:
-            raise LLMTagConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
-        if self.backend == "endpoint" and not self.endpoint_url:
-            raise LLMTagConfigError("--backend endpoint needs --endpoint-url (an OpenAI-compatible base URL ending in /v1)")
-        if self.backend != "endpoint" and self.endpoint_url:
-            raise LLMTagConfigError("--endpoint-url only applies to --backend endpoint")
-        if self.backend == "transformers" and shutil.which("transformers", path=_bin_path()) is None:
-            raise LLMTagConfigError("--backend transformers needs `transformers serve`: pip install 'curate[serve]'")
-        if self.backend == "endpoint" and gpus_per_task:
-            raise LLMTagConfigError("--gpus-per-task applies to servers this job starts (vllm, transformers); "
-                                    "an endpoint's GPUs are its own")
-        parallel = self.tensor_parallel(gpus_per_task) * self.dp
-        if self.backend == "vllm" and gpus_per_task and parallel != gpus_per_task:
-            raise LLMTagConfigError(
-                f"--tp {self.tensor_parallel(gpus_per_task)} x --dp {self.dp} = {parallel} GPUs per server, but each task "
-                f"gets --gpus-per-task {gpus_per_task}; make them equal (--tp defaults to --gpus-per-task)"
-            )
-        if self.reasoning_parser and self.backend != "vllm":
-            raise LLMTagConfigError("--reasoning-parser is a flag of `vllm serve`; it applies to --backend vllm only")
-        if self.backend == "vllm":
-            from curate.pipelines.vllm_serve import VLLMSetupError, check_vllm, reasoning_flags
-
-            try:
-                _, version = check_vllm()
-                if self.reasoning_parser:
-                    reasoning_flags(self.reasoning_parser, version)
-            except VLLMSetupError as error:
-                raise LLMTagConfigError(str(error)) from None
-
-
-def _bin_path() -> str:
-    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 def context_budget(llm: LLMClassifier, options: LLMTagOptions) -> int:
@@ -168,96 +102,6 @@ def context_budget(llm: LLMClassifier, options: LLMTagOptions) -> int:
             f"{overhead:,} + --max-answer-tokens {llm.max_answer_tokens:,}), but {options.model} takes at most "
             f"{limit:,}; lower --max-doc-tokens or --max-answer-tokens")
     return budget
-
-
-# --------------------------------------------------------------------------------------------- #
-# Servers
-# --------------------------------------------------------------------------------------------- #
-class TransformersServer(CustomServer):
-    """`transformers serve MODEL` as a local OpenAI-compatible server; CustomServer's log-watching
-    health monitor applies unchanged, only the command differs."""
-
-    def __init__(self, config: InferenceConfig, rank: int):
-        InferenceServer.__init__(self, config, rank)
-
-    async def start_server(self) -> asyncio.subprocess.Process:
-        options = dict(self.config.model_kwargs or {})
-        cmd = [
-            shutil.which("transformers", path=_bin_path()) or "transformers",
-            "serve", self.config.model_name_or_path,
-            "--host", "127.0.0.1", "--port", str(self._port), "--log-level", "info",
-        ]
-        for key, value in options.items():
-            cmd += [f"--{key}"] if value is True else [f"--no-{key}"] if value is False else [f"--{key}", str(value)]
-        return await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-    def get_base_url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
-
-
-class CurateInferenceRunner(InferenceRunner):
-    """InferenceRunner plus the `transformers` server, a per-request timeout for local servers, bounded
-    retries on HTTP 500 and an API key read from the environment inside the worker (so it is never
-    part of the pipeline description datatrove writes to executor.json)."""
-
-    def _init_server(self, rank: int) -> InferenceServer:
-        from curate.pipelines.vllm_serve import CurateVLLMServer
-
-        if self.config.server_type == "endpoint" and self.config.api_key is None:
-            self.config.api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
-        if self.config.server_type == "transformers":
-            server = TransformersServer(self.config, rank)
-        elif self.config.server_type == "vllm":
-            server = CurateVLLMServer(self.config, rank)
-        else:
-            server = super()._init_server(rank)
-        make_request, timeout = server._make_request, self.config.request_timeout
-
-        async def bounded_request(payload: dict) -> dict:
-            try:
-                return await asyncio.wait_for(make_request(payload), timeout=timeout)
-            except ServerError as error:
-                # datatrove treats a 500 as fatal; a server that answered is alive, so this becomes a
-                # ConnectionError that _send_request retries (6 attempts, exponential backoff).
-                raise ConnectionError(str(error)) from error
-
-        server._make_request = bounded_request
-        return server
-
-
-def inference_config(options: LLMTagOptions, log_folder: str, gpus_per_task: int = 0) -> InferenceConfig:
-    server_type = options.backend
-    concurrency = options.concurrency or DEFAULT_CONCURRENCY[options.backend]
-    model_kwargs = dict(options.server_args)
-    if options.backend == "transformers" and "device" not in model_kwargs:
-        model_kwargs["device"] = options.device
-    if options.backend == "vllm" and options.reasoning_parser:
-        from curate.pipelines.vllm_serve import check_vllm, reasoning_flags
-
-        model_kwargs.update(reasoning_flags(options.reasoning_parser, check_vllm()[1]))
-    local = options.backend == "transformers"
-    timeout = options.server_start_timeout or DEFAULT_START_TIMEOUT[options.backend]
-    ready_delay = 0.5 if local else 5.0
-    retries = options.server_start_retries
-    return InferenceConfig(
-        server_type=server_type,
-        model_name_or_path=options.model,
-        # tag-llm passes its measured budget (document + prompt + answer); other callers size max_doc_tokens so
-        # that 1024 more tokens hold their prompt and answer.
-        model_max_context=options.max_model_len or options.max_doc_tokens + 1024,
-        endpoint_url=options.endpoint_url,
-        tp=options.tensor_parallel(gpus_per_task),
-        dp=options.dp,
-        max_concurrent_generations=concurrency,
-        request_timeout=options.request_timeout,
-        model_kwargs=model_kwargs or None,
-        server_log_folder=log_folder,
-        metric_interval=60,
-        server_start_timeout_sec=timeout,
-        server_ready_delay_sec=ready_delay,
-        server_ready_max_attempts=max(1, int(timeout / ready_delay)),
-        server_start_max_retries=DEFAULT_START_RETRIES[options.backend] if retries is None else retries,
-    )
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -456,11 +300,10 @@ def run_llm_tagging(
     })
     # Load the tokenizer now: a wrong model name fails here with a clear message, not in a worker.
     llm.truncator.tokenizer
-    if options.max_model_len is None:
-        options = replace(options, max_model_len=context_budget(llm, options))
+    context = options.max_model_len or context_budget(llm, options)
     runner = CurateInferenceRunner(
         rollout_fn=llm_rollout,
-        config=inference_config(options, str(root / "_logs" / "server"), executor.gpus_per_task),
+        config=inference_config(options, str(root / "_logs" / "server"), executor.gpus_per_task, context_tokens=context),
         output_writer=LLMAttributeWriter(str(root), name, options.model, classifier.prompt_version),
         shared_context=partial(rollout_context, classifier, progress),
         checkpoints_local_dir=str(root / "_checkpoints"),

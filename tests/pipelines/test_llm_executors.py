@@ -33,7 +33,8 @@ from curate.pipelines.executors import (
     make_executor,
     visible_gpus,
 )
-from curate.pipelines.llm_tag import LLMTagConfigError, LLMTagOptions, inference_config
+from curate.pipelines.llm.server import ServerConfigError, inference_config
+from curate.pipelines.llm_tag import LLMTagOptions
 from tests.support.fault_server import FaultServer
 from tests.support.shared import HAS_SERVE
 from tests.support.shared import HAS_RAY, sample_texts
@@ -112,12 +113,13 @@ def test_local_executor_refuses_more_gpus_than_visible(monkeypatch, tmp_path):
 
 def test_tensor_parallel_defaults_to_gpus_per_task_for_vllm(tmp_path):
     vllm = LLMTagOptions(model="m", backend="vllm")
-    assert inference_config(vllm, str(tmp_path), gpus_per_task=2).tp == 2
-    assert inference_config(vllm, str(tmp_path)).tp == 1
-    assert inference_config(LLMTagOptions(model="m", backend="vllm", tp=4), str(tmp_path), gpus_per_task=4).tp == 4
-    with pytest.raises(LLMTagConfigError, match="--tp 1 x --dp 1 = 1 GPUs per server.*--gpus-per-task 2"):
+    assert inference_config(vllm, str(tmp_path), gpus_per_task=2, context_tokens=2048).tp == 2
+    assert inference_config(vllm, str(tmp_path), context_tokens=2048).tp == 1
+    assert inference_config(LLMTagOptions(model="m", backend="vllm", tp=4), str(tmp_path), gpus_per_task=4,
+                            context_tokens=2048).tp == 4
+    with pytest.raises(ServerConfigError, match="--tp 1 x --dp 1 = 1 GPUs per server.*--gpus-per-task 2"):
         LLMTagOptions(model="m", backend="vllm", tp=1).validate(gpus_per_task=2)
-    with pytest.raises(LLMTagConfigError, match="an endpoint's GPUs are its own"):
+    with pytest.raises(ServerConfigError, match="an endpoint's GPUs are its own"):
         LLMTagOptions(model="m", backend="endpoint", endpoint_url="http://127.0.0.1:9/v1").validate(gpus_per_task=1)
 
 

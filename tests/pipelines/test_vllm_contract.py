@@ -222,9 +222,9 @@ def test_reasoning_flag_names_follow_the_vllm_version():
 
 
 def test_without_any_vllm_the_error_names_the_interpreter_and_the_extra(monkeypatch, tmp_path):
-    from curate.pipelines.llm_tag import LLMTagConfigError, LLMTagOptions
+    from curate.pipelines.llm.server import ServerConfigError, ServerOptions
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
-    with pytest.raises(LLMTagConfigError, match=r"none next to .*python or on PATH.*pip install 'curate\[gpu\]'"):
-        LLMTagOptions(model="m", backend="vllm").validate()
+    with pytest.raises(ServerConfigError, match=r"none next to .*python or on PATH.*pip install 'curate\[gpu\]'"):
+        ServerOptions(model="m", backend="vllm").validate()
