@@ -25,7 +25,7 @@ def real_texts(data, tmp_path, per_source=None):
 
 def assert_same(cues, texts):
     plain = CueClassifier(cues=cues, prefilter=False).classify(texts)
-    filtered = CueClassifier(cues=cues).classify(texts)
+    filtered = CueClassifier(cues=cues, prefilter=True).classify(texts)
     different = [i for i, (a, b) in enumerate(zip(plain, filtered)) if a != b]
     assert len(plain) == len(filtered) == len(texts)
     assert not different, f"{len(different)} texts differ, first {texts[different[0]][:200]!r}"
@@ -78,7 +78,7 @@ def test_a_new_cue_is_seen_by_the_prefilter():
     line = TEXT.index("moment")
     assert not any(b <= line < e for b, e in Prefilter((c.pattern, 0, 0) for c in CUES).regions(TEXT))
     assert any(b <= line < e for b, e in Prefilter((c.pattern, 0, 0) for c in (*CUES, NEW)).regions(TEXT))
-    labels = CueClassifier(cues=(*CUES, NEW)).classify([TEXT])[0]
+    labels = CueClassifier(cues=(*CUES, NEW), prefilter=True).classify([TEXT])[0]
     assert labels.counts["backtracking"] == 1
     assert labels == CueClassifier(cues=(*CUES, NEW), prefilter=False).classify([TEXT])[0]
 
@@ -93,5 +93,5 @@ def test_regions_skip_lines_without_cues_and_keep_offsets():
     regions = Prefilter((c.pattern, 0, 0) for c in CUES).regions(text)
     kept = "".join(text[b:e] for b, e in regions)
     assert "Wait, that is wrong." in kept and "Plain line one" not in kept and "Another" not in kept
-    labels = CueClassifier().classify([text])[0]
+    labels = CueClassifier(prefilter=True).classify([text])[0]
     assert [text[e.start:e.end] for e in labels.evidence] == ["Wait"]
