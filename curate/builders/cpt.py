@@ -47,9 +47,17 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.errors import CurateError
-from curate.pipelines.executors import LOCAL, ExecutorOptions, Stage, input_signature, resumable_stage, run_pipeline, run_stages
+from curate.pipelines.executors import (
+    LOCAL,
+    ExecutorOptions,
+    Stage,
+    input_signature,
+    resumable_stage,
+    run_stages,
+)
+from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
-from curate.pipelines.query import open_shards, behavior_stats, count_rejects, parquet_files, write_kept_copies
+from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 
@@ -904,9 +912,10 @@ def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, leng
 
 
 def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, tasks: int = 1, workers: int = 1,
-                progress: bool = True, executor: ExecutorOptions | None = None) -> RewriteResult:
+                progress: bool = True, executor: ExecutorOptions | None = None, overwrite: bool = False) -> RewriteResult:
     """Rewrites OUT/enriched and OUT/minimized into OUT/<variant>_rewrite, one model server per task, on `executor`
-    (Slurm: raises JobSubmitted; rerun once the job is done)."""
+    (Slurm: raises JobSubmitted; rerun once the job is done). Earlier rewrites of other sets, or by another model or
+    prompt, are refused unless `overwrite`, which removes them and rewrites again."""
     executor = executor or LOCAL
     options.validate(executor.gpus_per_task)
     prompts = RewritePrompts.load()
@@ -917,11 +926,7 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
     # rewrites and checkpoints still apply.
     config = {**asdict(options), "prompt_version": prompts.version,
               "inputs": {v: _content_fingerprint(output / v / "data") for v in VARIANTS}}
-    if not config_path.exists() or json.loads(config_path.read_text()) != config:
-        # Another model, prompt or selection: earlier rewrites and checkpoints must not be reused.
-        shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(json.dumps(config, indent=2))
+    claim_job(config_path, config, "rewrites", "pass --overwrite to rewrite again", overwrite=overwrite, run=[stage])
     source = stage / "input" / "documents.parquet"
     if not source.exists():
         source.parent.mkdir(parents=True, exist_ok=True)
@@ -944,14 +949,8 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
         skip_bad_requests=True,
     )
     started = time.perf_counter()
-    run_pipeline([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
-                 executor, tasks, workers, stage / "logs", job_name="curate-cpt-rewrite")
-    from curate.pipelines.tag import failed_tasks
-
-    failed = failed_tasks(stage / "logs", tasks)
-    if failed:
-        raise RuntimeError(f"{len(failed)} of {tasks} rewrite tasks did not complete; see {stage / 'logs'}. "
-                           "Rerun the same command to resume from the checkpoints.")
+    run_job([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
+            executor, tasks, workers, stage / "logs", "curate-cpt-rewrite", "rewrite")
     result = RewriteResult(prompt_version=prompts.version, seconds=time.perf_counter() - started)
     tokenizer = load_tokenizer(tokenizer_name)
     files = sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
@@ -1483,6 +1482,7 @@ def run_cpt(
     progress: bool = True,
     license: str = "other",
     executor: ExecutorOptions | None = None,
+    overwrite: bool = False,
 ) -> CPTResult:
     """Builds both sets. On Slurm the corpus pass (and, with `rewrite`, the rewrite) is submitted and JobSubmitted
     is raised; the same call once the job is done continues from the finished job."""
@@ -1596,6 +1596,7 @@ def run_cpt(
     datasets = list(VARIANTS)
     if rewrite is not None:
         result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress,
+                                     overwrite=overwrite,
                                      executor=executor)
         rematch_rewrites(output, result.rewrite, tolerance, length_bins)
         for variant in VARIANTS:

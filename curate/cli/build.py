@@ -571,7 +571,7 @@ def cpt(
                      length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                      rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
                      require_solution="cues" if require_solution else None,
-                     license=license, oversample=oversample, executor=runs_on)
+                     license=license, oversample=oversample, executor=runs_on, overwrite=overwrite)
     claim.finish()
     report = result.report
     rows = [

@@ -43,10 +43,10 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.builders.priming import tinyzero_prompt
 from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
-from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
+from curate.pipelines.executors import LOCAL, ExecutorOptions
+from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
 from curate.pipelines.steps import PARTIAL, AtomicOutput
-from curate.pipelines.tag import failed_tasks
 from curate.rewards.registry import get_reward
 
 STATE = ".curate"
@@ -281,9 +281,10 @@ class SamplingResult:
 
 def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptions, limit: int = -1,
                  tasks: int = 1, workers: int = 1, progress: bool = True,
-                 executor: ExecutorOptions | None = None) -> SamplingResult:
-    """Samples k scored answers for every prompt of DATASET into OUTPUT/rates (resuming an earlier run), one model
-    server per task, on `executor` (Slurm: raises JobSubmitted; rerun once the job is done)."""
+                 executor: ExecutorOptions | None = None, overwrite: bool = False) -> SamplingResult:
+    """Samples k scored answers for every prompt of DATASET into OUTPUT/rates (resuming an earlier run with the same
+    configuration; another is refused unless `overwrite`, which removes its samples), one model server per task,
+    on `executor` (Slurm: raises JobSubmitted; rerun once the job is done)."""
     executor = executor or LOCAL
     options.validate(executor.gpus_per_task)
     # Absolute: Ray and Slurm workers need not share this process's working directory.
@@ -292,8 +293,10 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
     first = pq.ParquetFile(files[0][1])
     Exporter("trl", first.schema_arrow, options.instruction, options.system)  # missing columns: a clear error here
     rates = output / "rates"
-    _check_config(output / STATE / SAMPLING_CONFIG, {
-        "dataset": str(Path(dataset).resolve()), "limit": limit, "tasks": tasks, **options.fingerprint()})
+    claim_job(output / STATE / SAMPLING_CONFIG, {
+        "dataset": str(Path(dataset).resolve()), "limit": limit, "tasks": tasks, **options.fingerprint()},
+        "samples", "pass --overwrite to sample again", overwrite=overwrite,
+        run=[rates, output / STATE / "checkpoints", output / STATE / "logs", output / "rejects" / "prompts"])
     runner = CurateInferenceRunner(
         rollout_fn=sample_rollout,
         config=options.inference_config(str(output / STATE / "logs" / "server"), executor.gpus_per_task),
@@ -307,11 +310,7 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
     reader = PromptReader(str(dataset), str(output / "rejects" / "prompts"), options.instruction, options.system,
                           limit=limit, prompt_format=options.prompt_format)
     started = time.perf_counter()
-    run_pipeline([reader, runner], executor, tasks, workers, output / STATE / "logs", job_name="curate-passrate")
-    failed = failed_tasks(output / STATE / "logs", tasks)
-    if failed:
-        raise RuntimeError(f"{len(failed)} of {tasks} sampling tasks did not complete (ranks {failed[:10]}); see "
-                           f"{output / STATE / 'logs' / 'logs'}. Rerun the same command to resume from the checkpoints.")
+    run_job([reader, runner], executor, tasks, workers, output / STATE / "logs", "curate-passrate", "sampling")
     result = SamplingResult(rates_dir=rates, seconds=time.perf_counter() - started)
     import duckdb
 
@@ -322,18 +321,6 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
             "coalesce(sum(completion_tokens), 0) FROM read_parquet($f)", params={"f": shards}).fetchall()[0]
         result.prompts, result.samples, result.prompt_tokens, result.completion_tokens = (int(v) for v in row)
     return result
-
-
-def _check_config(path: Path, config: dict) -> None:
-    if path.exists():
-        existing = json.loads(path.read_text())
-        if existing != config:
-            raise PassRateError(
-                f"{path.parent.parent} holds samples made with another configuration:\n  there: {json.dumps(existing)}\n"
-                f"  now:   {json.dumps(config)}\nPass another --output, or delete that directory to sample again.")
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_whole(path, json.dumps(config, indent=2))
 
 
 def _write_whole(path: Path, text: str) -> None:
@@ -500,7 +487,12 @@ def write_passrate_card(result: PassRateResult, dataset: Path, options: Sampling
     from huggingface_hub import DatasetCard, DatasetCardData
 
     from curate.data_cards.cards import (
-        load_snippet, render_card, save_card, schema_fields, size_category, split_configs,
+        load_snippet,
+        render_card,
+        save_card,
+        schema_fields,
+        size_category,
+        split_configs,
     )
 
     source = DatasetCard.load(dataset / "README.md").data if (dataset / "README.md").is_file() else None

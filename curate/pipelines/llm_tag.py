@@ -12,7 +12,6 @@ Scale: the pipeline runs on any executor of executors.py (local, Ray, Slurm), on
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,11 +28,12 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
 from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
-from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
+from curate.pipelines.executors import LOCAL, ExecutorOptions
+from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
-from curate.pipelines.tag import TagResult, check_manifest, failed_tasks, recorded_tasks, report_duplicate_ids
+from curate.pipelines.tag import TagResult, check_manifest, recorded_tasks, report_duplicate_ids
 from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
 
 GATE_KEY = "curate_gate"
@@ -277,9 +277,11 @@ def run_llm_tagging(
     limit: int = -1,
     progress: bool = True,
     executor: ExecutorOptions | None = None,
+    overwrite: bool = False,
 ) -> LLMTagResult:
     """Tag on `executor` (default: this machine). Slurm raises JobSubmitted once the array is submitted;
-    rerun the same call when it has finished to get the summary."""
+    rerun the same call when it has finished to get the summary. Tags made there with another LLM configuration
+    are refused, unless `overwrite`, which removes them and tags again."""
     executor = executor or LOCAL
     executor.validate()
     options.validate(executor.gpus_per_task)
@@ -289,15 +291,15 @@ def run_llm_tagging(
     out = Path(tags_root) / name
     # Ray workers start in their own working directory: every path a worker opens is absolute.
     root = out.resolve()
-    # The manifest has run_tagging's exact shape so that `curate build --classifier llm` reuses these shards.
-    check_manifest(out, {"classifier": name, "classifier_argument": None, **spec.fingerprint(), "limit": limit})
-    _check_llm_config(out, {
+    claim_job(out / LLM_CONFIG, {
         "model": options.model, "mode": options.mode, "structured": options.structured,
         "max_doc_tokens": options.max_doc_tokens, "max_answer_tokens": llm.max_answer_tokens, "tokenizer": options.tokenizer or options.model,
         "prompt_version": classifier.prompt_version, "gate": classifier.gate_name if options.gate else None,
         # Recorded only when set, so that tags made before the option existed still match.
         **({"chat_template_kwargs": llm.chat_template_kwargs} if llm.chat_template_kwargs else {}),
-    })
+    }, "LLM tags", f"delete {out} to tag again", overwrite=overwrite, run=[out])
+    # The manifest has run_tagging's exact shape so that `curate build --classifier llm` reuses these shards.
+    check_manifest(out, {"classifier": name, "classifier_argument": None, **spec.fingerprint(), "limit": limit})
     # Load the tokenizer now: a wrong model name fails here with a clear message, not in a worker.
     llm.truncator.tokenizer
     context = options.max_model_len or context_budget(llm, options)
@@ -318,13 +320,7 @@ def run_llm_tagging(
         pipeline.append(GateDocuments(options.gate))
     pipeline.append(runner)
     started = time.perf_counter()
-    run_pipeline(pipeline, executor, tasks, workers, out / "_logs", job_name=f"curate-tag-{name}")
-    failed = failed_tasks(out / "_logs", tasks)
-    if failed:
-        raise RuntimeError(
-            f"{len(failed)} of {tasks} LLM tagging tasks did not complete (ranks {failed[:10]}); "
-            f"see {out / '_logs' / 'logs'}. Rerun the same command to resume from the checkpoints."
-        )
+    run_job(pipeline, executor, tasks, workers, out / "_logs", f"curate-tag-{name}", "LLM tagging")
     report_duplicate_ids(out)
     return summarize(out, time.perf_counter() - started)
 
@@ -346,59 +342,3 @@ def summarize(out: Path, seconds: float) -> LLMTagResult:
     (result.documents, result.llm_documents, result.requests, result.prompt_tokens, result.completion_tokens,
      result.parse_failures, result.request_failures) = (int(v) for v in row)
     return result
-
-
-def _check_llm_config(out: Path, config: dict) -> None:
-    path = out / LLM_CONFIG
-    if path.exists():
-        existing = json.loads(path.read_text())
-        if existing != config:
-            raise LLMTagConfigError(
-                f"{out} holds LLM tags made with another configuration:\n  there: {json.dumps(existing)}\n"
-                f"  now:   {json.dumps(config)}\nPass another --output, or delete that directory to re-tag."
-            )
-        return
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(config, indent=2))
-    tmp.replace(path)
-
-
-# --------------------------------------------------------------------------------------------- #
-# Gate evaluation
-# --------------------------------------------------------------------------------------------- #
-def evaluate_gate(spec: InputSpec, llm_tags: str | Path, gate: str = "cues", sample: int = 2000, seed: int = 0):
-    """The gate's recall against LLM labels on a seeded sample of labelled documents, and the share
-    of LLM requests it saves. Only rows the LLM actually labelled (route 'llm') count."""
-    import duckdb
-
-    from curate.classifiers import get_classifier
-    from curate.classifiers.cascade import gate_report
-    from curate.pipelines.query import parquet_files
-
-    files = [f for f in parquet_files(llm_tags) if not Path(f).name.startswith("selection")]
-    if not files:
-        raise FileNotFoundError(f"no LLM attribute shards under {llm_tags}; run `curate tag-llm` first")
-    connection = duckdb.connect()
-    columns = {r[0] for r in connection.sql("DESCRIBE SELECT * FROM read_parquet($f, union_by_name=true)", params={"f": files}).fetchall()}
-    route_filter = "WHERE route = 'llm'" if "route" in columns else ""
-    rows = connection.sql(
-        f"SELECT id, {', '.join(BEHAVIOR_NAMES)} FROM read_parquet($f, union_by_name=true) {route_filter} "
-        f"USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})",
-        params={"f": files},
-    ).fetchall()
-    labels = {r[0]: dict(zip(BEHAVIOR_NAMES, r[1:])) for r in rows}
-    classifier = get_classifier(gate)
-    pairs = []
-    reader = make_reader(spec)
-    batch_docs = []
-    for document in reader.run(None):
-        if document.id in labels:
-            batch_docs.append(document)
-        if len(batch_docs) == 64:
-            pairs += zip(classifier.classify([d.text for d in batch_docs]), [labels.pop(d.id) for d in batch_docs])
-            batch_docs = []
-        if not labels and not batch_docs:
-            break
-    if batch_docs:
-        pairs += zip(classifier.classify([d.text for d in batch_docs]), [labels.pop(d.id) for d in batch_docs])
-    return gate_report(pairs), len(labels)

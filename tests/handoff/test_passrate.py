@@ -21,9 +21,9 @@ from curate.handoff.passrate import (
     run_passrate_filter,
     select_by_pass_rate,
 )
+from curate.pipelines.llm.job import JobConfigChangedError
 from curate.rewards import compute_score
-from tests.support.shared import assert_family_card
-from tests.support.shared import HAS_SERVE, PASSRATE_ROWS, write_rates_shard
+from tests.support.shared import HAS_SERVE, PASSRATE_ROWS, assert_family_card, write_rates_shard
 
 needs_serve = pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")
 
@@ -120,7 +120,7 @@ def test_filter_end_to_end_through_transformers_serve(dataset, tiny_model, tmp_p
     before = {p: p.stat().st_mtime_ns for p in (out / "rates").glob("*.parquet")}
     run_passrate_filter(dataset, out, options, band=(0.0, 0.5), progress=False)
     assert {p: p.stat().st_mtime_ns for p in (out / "rates").glob("*.parquet")} == before
-    with pytest.raises(PassRateError, match="another configuration"):
+    with pytest.raises(JobConfigChangedError, match=r"another configuration \(k: 2 -> 3; .*pass --overwrite"):
         run_passrate_filter(dataset, out, SamplingOptions(model=str(tiny_model), k=3, device="cpu"), progress=False)
 
 

@@ -1,0 +1,63 @@
+"""The one way an LLM job runs into a folder: its saved configuration decides whether an earlier run there is
+resumed (the same configuration: finished chunks, checkpoints and the request cache are reused) or refused (another
+one: nothing is mixed, nothing is silently removed; the message names the fields that differ and the fix, and
+`overwrite` removes the old run and starts over)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from curate.errors import CurateError
+from curate.pipelines.executors import ExecutorOptions, run_pipeline
+from curate.pipelines.tag import failed_tasks
+
+
+class JobConfigChangedError(CurateError, ValueError):
+    pass
+
+
+def config_differences(saved: dict, config: dict) -> list[str]:
+    """'field: saved -> now' for every top-level field that differs."""
+    return [f"{key}: {json.dumps(saved[key]) if key in saved else 'absent'} -> {json.dumps(config[key]) if key in config else 'absent'}"
+            for key in sorted(set(saved) | set(config)) if key not in saved or key not in config or saved[key] != config[key]]
+
+
+def claim_job(record: Path, config: dict, what: str, fix: str, overwrite: bool = False,
+              run: Sequence[Path] = ()) -> None:
+    """Claims the job whose configuration is saved at `record` for `config` (JSON-serialisable). `run`: what the
+    old run wrote (default: the record's folder), removed by `overwrite`. `what` names the results in a refusal
+    ('LLM tags', 'samples'); `fix` is the option that starts over ('pass --overwrite')."""
+    run = list(run) or [record.parent]
+    if record.exists():
+        saved = json.loads(record.read_text())
+        if overwrite:
+            for path in [*run, record]:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+        elif saved != json.loads(json.dumps(config)):
+            differences = "; ".join(config_differences(saved, json.loads(json.dumps(config))))
+            raise JobConfigChangedError(f"{record.parent} holds {what} made with another configuration ({differences}); "
+                                        f"{fix}, or pass another output")
+        else:
+            return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    partial = record.with_name(record.name + ".partial")
+    partial.write_text(json.dumps(config, indent=2))
+    os.replace(partial, record)
+
+
+def run_job(pipeline: list, executor: ExecutorOptions, tasks: int, workers: int, logs: Path, job_name: str,
+            what: str) -> None:
+    """Runs a pipeline that ends in a CurateInferenceRunner (Slurm: raises JobSubmitted); a task that did not
+    complete fails the job, and the same call resumes it."""
+    run_pipeline(pipeline, executor, tasks, workers, logs, job_name=job_name)
+    failed = failed_tasks(logs, tasks)
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {tasks} {what} tasks did not complete (ranks {failed[:10]}); see "
+                           f"{logs / 'logs'}. Rerun the same command to resume from the checkpoints.")
