@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import threading
@@ -73,11 +74,23 @@ class CurateGroup(TyperGroup):
 
 
 def _terminate_as_interrupt():
-    """SIGTERM (a scheduler's kill, `kill PID`) unwinds like Ctrl-C, so the same cleanup runs; forked task
-    processes inherit it. Returns the handler it replaced (None off the main thread, where none can be set)."""
+    """SIGTERM (a scheduler's kill, `kill PID`) unwinds like Ctrl-C in this process, so the same cleanup runs.
+    Returns the handler it replaced (None off the main thread, where none can be set).
+
+    Forked task processes get the default SIGTERM back: the local executor's pool stops its workers with SIGTERM
+    at the end of every run, and a worker that turned it into an exception could die holding the pool's queue
+    lock while another waits on it, so the run hung after its last task. A worker killed mid-task loses nothing:
+    its writers have only `.partial` files, which the rerun replaces."""
     if threading.current_thread() is not threading.main_thread():
         return None
+    global _CHILDREN_RESET
+    if not _CHILDREN_RESET:
+        os.register_at_fork(after_in_child=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        _CHILDREN_RESET = True
     return signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+_CHILDREN_RESET = False  # os.register_at_fork cannot unregister: register the reset once per process
 
 
 app = typer.Typer(
