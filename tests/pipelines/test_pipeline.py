@@ -99,7 +99,10 @@ def test_build_none_and_exclude_and_limit_are_reproducible(corpus: Path, tmp_pat
 def test_build_changes_selection_in_place(corpus: Path, tmp_path: Path):
     out = tmp_path / "out"
     invoke("build", "--behaviors", "backtracking", "--input", str(corpus), "--output", str(out))
-    invoke("build", "--behaviors", "none", "--input", str(corpus), "--output", str(out))
+    # Another selection into the same folder is another dataset: refused, then replaced with --overwrite.
+    refused = runner.invoke(app, ["build", "--behaviors", "none", "--input", str(corpus), "--output", str(out)])
+    assert refused.exit_code == 2 and "--overwrite" in refused.output
+    invoke("build", "--behaviors", "none", "--input", str(corpus), "--output", str(out), "--overwrite")
     ids = set(load_dataset("parquet", data_dir=str(out / "data"), split="train")["id"])
     assert ids == {"d-plain", "d-plain2"}
 
@@ -124,7 +127,8 @@ def test_stats_and_plot(corpus: Path, tmp_path: Path):
 
     stats = behavior_stats(tags)[0]
     assert stats.documents == 5 and stats.present["backtracking"] == 2
-    assert stats.cooccurrence["backtracking"]["verification"] == 1
+    # d-both, and d-back, whose "50, not 48" states a verdict against the target (verification since cues_v3)
+    assert stats.cooccurrence["backtracking"]["verification"] == 2
     assert stats.no_behavior == 2 and stats.null_rate["verification"] == 0.0
     assert sum(stats.histogram["backtracking"].values()) == 5
     with duckdb.connect() as con:
