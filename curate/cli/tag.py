@@ -303,7 +303,8 @@ def distill(
     validation: Annotated[float, typer.Option(help="Share of documents for choosing thresholds.", min=0.05, max=0.45)] = 0.15,
     test: Annotated[float, typer.Option(help="Share of documents held out for the report.", min=0.05, max=0.45)] = 0.15,
     min_positives: Annotated[int, typer.Option(help="Fewer positive (or negative) training labels: no head, and a warning.", min=1)] = 5,
-    regularization: Annotated[float, typer.Option(help="Inverse L2 strength C of the logistic-regression heads.", min=1e-6)] = 1.0,
+    regularization: Annotated[float, typer.Option(help="Inverse L2 strength C of logistic heads; L2 alpha of MLP heads.", min=1e-6)] = 1.0,
+    head: Annotated[str, typer.Option(help="Head per behavior: logistic (linear) or mlp (one hidden layer of 256).")] = "logistic",
     seed: Annotated[int, typer.Option(help="Seed of the train/validation/test split.")] = 0,
     limit: Annotated[int, typer.Option(help="Use at most this many labelled documents (-1: all).")] = -1,
     batch_size: Annotated[int, typer.Option(help="Text windows per embedding batch.", min=1)] = 64,
@@ -330,6 +331,7 @@ def distill(
     report = train_distilled(
         labels, spec, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
         min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
+        head=head,
     )
     table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
     for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
