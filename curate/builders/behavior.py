@@ -33,8 +33,8 @@ from curate.pipelines.steps import (
     SplitRejects,
 )
 from curate.pipelines.tag import MANIFEST, EmptyRunError, run_tagging
+from curate.pipelines.state import STATE
 
-STATE = ".curate"
 
 
 @dataclass

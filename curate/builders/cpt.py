@@ -60,8 +60,8 @@ from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, in
 from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
+from curate.pipelines.state import STATE
 
-STATE = ".curate"
 VARIANTS = ("enriched", "minimized")
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"
 # Characters per token that no real tokenizer exceeds on prose or LaTeX: bounds the pool read from the corpus.

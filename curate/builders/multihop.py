@@ -54,10 +54,10 @@ from curate.builders.arith import (
     written_in_words,
 )
 from curate.pipelines.readers import REJECT_REASON, InputSpec, is_reject, make_reader
+from curate.pipelines.state import STATE
 
 DATA_SOURCE = "curate/multihop"
 ABILITY = "math"
-STATE = ".curate"
 SETS = ("full", "half", "single")
 MAX_HOPS = 8
 REFERENCE = re.compile(r"\bX\d+\b")

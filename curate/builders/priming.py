@@ -39,10 +39,10 @@ from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, count
 from curate.errors import CurateError
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
 from curate.rewards.registry import check_format_score
+from curate.pipelines.state import STATE
 
 CONTROLS = ("empty_cot", "placeholder_cot")
 ALL_VARIANTS = (*VARIANTS, *CONTROLS)
-STATE = ".curate"
 PARTIAL = ".partial"
 EMPTY_THINK = " "
 # Filler units tried in turn until one tokenizes to exactly the wanted count.

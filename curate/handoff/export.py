@@ -38,10 +38,10 @@ import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
+from curate.pipelines.state import STATE
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
 COMPLETION_COLUMNS = ("completion", "response", "trace", "output", "solution")
-STATE = ".curate"
 PARTIAL = ".partial"
 
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))

@@ -48,8 +48,8 @@ from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
 from curate.pipelines.steps import PARTIAL, AtomicOutput
 from curate.rewards.registry import get_reward
+from curate.pipelines.state import STATE
 
-STATE = ".curate"
 RESULTS_KEY = "curate_samples"
 SAMPLING_CONFIG = "sampling.json"
 PROMPT_FORMATS = ("chat", "tinyzero")

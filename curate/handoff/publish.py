@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 
 from curate.data_cards.cards import size_category
 from curate.errors import CurateError
+from curate.pipelines.state import STATE
 
 README = "README.md"
-STATE = ".curate"
 PUBLISHED = "published.json"
 REQUIRED_METADATA = ("license", "task_categories", "size_categories", "configs")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")

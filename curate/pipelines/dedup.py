@@ -43,8 +43,8 @@ from curate.pipelines.executors import ExecutorOptions, Stage, finish_stage, inp
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import CorpusReader, InputSpec, is_reject
 from curate.pipelines.steps import AtomicOutput, SplitRejects
+from curate.pipelines.state import STATE
 
-STATE = ".curate"
 ROW = "curate_row"  # the record as read: written back unchanged
 SPLIT = "curate_split"
 DUPLICATE_OF = "curate_duplicate_of"

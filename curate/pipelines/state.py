@@ -23,7 +23,7 @@ from pathlib import Path
 from curate.errors import CurateError
 
 OWNER_FILE = ".curate-output.json"
-BOOKKEEPING = ".curate"
+STATE = ".curate"  # every job's own bookkeeping inside its output folder: the one definition
 
 
 class OutputOccupiedError(CurateError, FileExistsError):
@@ -80,7 +80,7 @@ def folder_signature(path: str | Path) -> list:
     files = []
     for file in sorted(root.rglob("*")) if root.is_dir() else []:
         relative = file.relative_to(root)
-        if file.is_file() and not any(part.startswith((BOOKKEEPING, "_")) for part in relative.parts):
+        if file.is_file() and not any(part.startswith((STATE, "_")) for part in relative.parts):
             stat = file.stat()
             files.append([str(relative), stat.st_size, stat.st_mtime_ns])
     return files
@@ -113,7 +113,7 @@ def claim_output(output: str | Path, command: str, parameters: dict, inputs=None
     # What `keep` names (tags that `curate tag` wrote into OUT/tags for this build) may already be there: not foreign.
     others = [e for e in entries if e != OWNER_FILE and e not in keep]
     fresh, created = not others and existing is None, not output.exists()
-    if existing is None and others and BOOKKEEPING not in others:
+    if existing is None and others and STATE not in others:
         shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
         raise OutputOccupiedError(
             f"--output {output} holds files curate did not write ({shown}); pass an empty or new folder, "
