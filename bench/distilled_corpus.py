@@ -194,13 +194,20 @@ def embeddings(documents: list[dict], workdir: Path, model: str, max_chunks: int
     return np.stack([cache[digest(d["text"])] for d in documents]).astype(np.float32), spent, len(missing)
 
 
+def teacher_source() -> str:
+    """Digest of every loaded curate.classifiers module's source: the engine (cues.py) and the rules (cues_v3.py)
+    live in different modules, and an edit to either must relabel."""
+    names = sorted(n for n in sys.modules if n.startswith("curate.classifiers") and getattr(sys.modules[n], "__file__", None))
+    return digest("".join(inspect.getsource(sys.modules[n]) for n in names))
+
+
 def teacher_labels(documents: list[dict], workdir: Path, teacher: str = "cues", progress: bool = True) -> tuple[np.ndarray, str, float]:
     """(n, 4) presence per behavior (-1 where the teacher could not tell), the teacher's name, and the seconds
-    spent labelling. Cached per corpus and per digest of the teacher's module source (cues may still change)."""
+    spent labelling. Cached per corpus and per digest of the classifier modules' source (cues may still change)."""
     from curate.classifiers import get_classifier
 
     classifier = get_classifier(teacher)
-    source = inspect.getsource(sys.modules[type(classifier).__module__])
+    source = teacher_source()
     name = getattr(classifier, "name", teacher)
     path = workdir / f"teacher-{name}-{corpus_key(documents, digest(source))}.npy"
     if path.exists():

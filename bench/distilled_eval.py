@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cue_accuracy import is_countdown, load_blindset
-from bench.distilled_corpus import embeddings, gather, order, teacher_labels
+from bench.distilled_corpus import embeddings, gather, order, teacher_labels, teacher_source
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.distilled import DEFAULT_EMBEDDING_MODEL, Heads
 from curate.pipelines.distill import _best_threshold, fit_behavior
@@ -157,7 +157,7 @@ def main() -> None:
     y, teacher, teacher_seconds = teacher_labels(documents, args.workdir, args.teacher)
     hand_teacher = {name: teacher_labels([{"text": i["text"]} for i in group], args.workdir, args.teacher, progress=False)[0]
                     for name, group in hand.items()}
-    print(f"teacher {teacher} at {commit()}: {teacher_seconds:.0f} s new ({time.time() - started:.0f} s with loading); "
+    print(f"teacher {teacher} at {commit()}, curate.classifiers source {teacher_source()}: {teacher_seconds:.0f} s new ({time.time() - started:.0f} s with loading); "
           f"positive share {dict(zip(BEHAVIOR_NAMES, (y == 1).mean(axis=0).round(3).tolist()))}")
     gold = {name: np.asarray([[item["labels"][b] for b in BEHAVIOR_NAMES] for item in group], dtype=np.int8)
             for name, group in hand.items()}
@@ -205,7 +205,7 @@ def main() -> None:
     print("\nchosen on validation (C or alpha): " + "; ".join(f"{r['size']} {r['head']} {r['regularisation']}" for r in results[1:]))
     print(f"total {time.time() - began:.0f} s (embedding {embed_seconds:.0f} s of it new, teacher {teacher_seconds:.0f} s new)")
     if args.json:
-        args.json.write_text(json.dumps({"teacher": teacher, "commit": commit(), "corpus": sources, "results": results},
+        args.json.write_text(json.dumps({"teacher": teacher, "commit": commit(), "teacher_source": teacher_source(), "corpus": sources, "results": results},
                                         indent=1, default=float))
 
 
