@@ -134,20 +134,9 @@ def stats(
             table.add_row(b, f"{s.present[b]:,}", f"{100 * s.prevalence[b]:.1f} %", f"{s.mean_count_when_present[b]:.2f}",
                           f"{100 * s.null_rate[b]:.1f} %")
         console.print(table)
-        histogram = Table(title="documents by count")
-        histogram.add_column("count")
-        for b in BEHAVIOR_NAMES:
-            histogram.add_column(short[b], justify="right")
-        for k in HISTOGRAM_BUCKETS:
-            histogram.add_row(k, *[f"{s.histogram[b][k]:,}" for b in BEHAVIOR_NAMES])
-        console.print(histogram)
-        co = Table(title="co-occurrence (documents with both)")
-        co.add_column("")
-        for b in BEHAVIOR_NAMES:
-            co.add_column(short[b], justify="right")
-        for a in BEHAVIOR_NAMES:
-            co.add_row(a, *[f"{s.cooccurrence[a][b]:,}" for b in BEHAVIOR_NAMES])
-        console.print(co)
+        console.print(per_behavior_table("documents by count", "count", short,
+                                         {k: {b: s.histogram[b][k] for b in BEHAVIOR_NAMES} for k in HISTOGRAM_BUCKETS}))
+        console.print(per_behavior_table("co-occurrence (documents with both)", "", short, s.cooccurrence))
         console.print(", ".join(f"{short[b]} = {b}" for b in BEHAVIOR_NAMES), soft_wrap=False)
         console.print(f"any behavior: {s.any_behavior:,}   none: {s.no_behavior:,}")
     if plot:
@@ -364,3 +353,13 @@ def list_classifiers() -> None:
     for name in registered_names():
         console.print(name)
 
+
+def per_behavior_table(title: str, first: str, short: dict[str, str], rows: dict[str, dict[str, int]]) -> Table:
+    """One row per key of `rows`, one narrow column per behavior (abbreviated headers, so 80 columns suffice)."""
+    table = Table(title=title)
+    table.add_column(first)
+    for b in BEHAVIOR_NAMES:
+        table.add_column(short[b], justify="right")
+    for key, counts in rows.items():
+        table.add_row(key, *[f"{counts[b]:,}" for b in BEHAVIOR_NAMES])
+    return table
