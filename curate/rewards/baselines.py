@@ -16,22 +16,10 @@ import re
 
 from curate.rewards.equivalence import normalize_text, shared_checker
 from curate.rewards.extract import DEFAULT, boxed_contents
-from curate.rewards.registry import register
+from curate.rewards.registry import final_gold, register
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 _GOLD_NUMBER = re.compile(r"^\$?\s*(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s*\$?$")
-
-
-def _final_gold(ground_truth) -> str | None:
-    """The gold answer of a plain or structured ground truth (the last hop of a list, the answer of a dict)."""
-    if isinstance(ground_truth, dict):
-        for key in ("final_answer", "answer", "target", "ground_truth"):
-            if ground_truth.get(key) is not None:
-                return str(ground_truth[key])
-        return None
-    if isinstance(ground_truth, list):
-        return str(ground_truth[-1]) if ground_truth else None
-    return None if ground_truth is None else str(ground_truth)
 
 
 def _number(text: str) -> float | None:
@@ -48,7 +36,7 @@ def _number(text: str) -> float | None:
     description="baseline: math-verify's parse/verify on the whole response with the library's defaults",
 )
 def mathverify_plain_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = _final_gold(ground_truth)
+    gold = final_gold(ground_truth)
     if gold is None or not gold.strip():
         return None
     verdict = shared_checker().plain(gold, solution_str or "")
@@ -62,7 +50,7 @@ def mathverify_plain_reward(solution_str, ground_truth, extra_info=None, extract
     description="baseline: the last \\boxed{} equals the gold as normalized text",
 )
 def boxed_exact_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = _final_gold(ground_truth)
+    gold = final_gold(ground_truth)
     if gold is None or not gold.strip():
         return None
     boxes = boxed_contents(solution_str or "")
@@ -78,7 +66,7 @@ def boxed_exact_reward(solution_str, ground_truth, extra_info=None, extraction=D
     description="baseline: the last number in the response equals the numeric gold (None for a non-numeric gold)",
 )
 def last_number_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = _final_gold(ground_truth)
+    gold = final_gold(ground_truth)
     match = _GOLD_NUMBER.match(normalize_text(gold)) if gold else None
     target = _number(match.group(1)) if match else None
     if target is None:

@@ -85,7 +85,7 @@ def _decode(ground_truth: Any) -> Any:
     return ground_truth
 
 
-def _final_gold(ground_truth: Any) -> str | None:
+def final_gold(ground_truth: Any) -> str | None:
     ground_truth = _decode(ground_truth)
     if isinstance(ground_truth, dict):
         for key in ("final_answer", "answer", "target", "ground_truth"):
@@ -116,7 +116,7 @@ def answer_score(solution_str: str, gold: str | None, extraction: Extraction) ->
     "equations, units and percentages normalized)",
 )
 def math_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    return answer_score(solution_str, _final_gold(ground_truth), extraction)
+    return answer_score(solution_str, final_gold(ground_truth), extraction)
 
 
 @register(
@@ -127,7 +127,7 @@ def math_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT)
     description="open answer converted from multiple choice: the correct option's content, compared as math or text",
 )
 def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    return answer_score(solution_str, _final_gold(ground_truth), extraction)
+    return answer_score(solution_str, final_gold(ground_truth), extraction)
 
 
 @register(
@@ -139,7 +139,7 @@ def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEF
     "{'final_answer' | 'answer': ...}), compared as math or text",
 )
 def multihop_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    return answer_score(solution_str, _final_gold(ground_truth), extraction)
+    return answer_score(solution_str, final_gold(ground_truth), extraction)
 
 
 _LETTER = re.compile(r"^\(?\s*([A-Z])\s*\)?(?:[\s.:)\]]|$)")
@@ -163,7 +163,7 @@ def answer_letter(answer: str) -> str | None:
     description="multiple choice: the chosen option letter equals the gold letter",
 )
 def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = _final_gold(ground_truth)
+    gold = final_gold(ground_truth)
     gold_letter = answer_letter(gold) if gold else None
     if gold_letter is None:
         return None
