@@ -1,6 +1,11 @@
 """Draw the blind set's items (seeded, reproducible) from the shared data plus the project-authored Countdown traces.
 
     python tests/blindset/draw.py [--out /tmp/blind/candidates.jsonl] [--items tests/blindset/items.jsonl]
+    python tests/blindset/draw.py --round 2 --out /tmp/blind2/candidates.jsonl   # tests/blindset/round2/
+
+Round 2 is a fresh test set, drawn after round 1's test half had been reported once and so became tuning text: the
+same sources, pools and rules at half the size, a new seed, round 1's items excluded as well, no Countdown traces,
+and every item in the test split.
 
 Writes the reading material (``id``, ``source``, ``selection``, ``split``, ``text``; shuffled so sources are
 interleaved) to ``--out``, which must stay OUTSIDE the repository (the real texts are not ours to store), and the
@@ -27,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.blindset.resolve import countdown_text
+from tests.blindset.resolve import countdown_text, load_blindset
 from tests.devset.resolve import LABELS_PATH as DEV_LABELS
 from tests.devset.resolve import _data_dir, cut_pieces, load_devset
 
@@ -39,6 +44,10 @@ COUNTDOWN_REL = "tests/blindset/countdown_traces.jsonl"
 ITEMS = HERE / "items.jsonl"
 
 SEED = 20261201
+ROUNDS = {  # seed, size factor of every pool, the folder of its items
+    1: (SEED, 1.0, HERE),
+    2: (20261202, 0.5, HERE / "round2"),
+}
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",
     "stackexchange_math/math.stackexchange.com__mathematical-physics.jsonl",
@@ -100,8 +109,9 @@ def loc_key(source: str, loc: dict) -> tuple:
     return (source, loc["row"], tuple(loc["path"]), loc.get("start"), loc.get("end"))
 
 
-def earlier_sets(root: Path) -> tuple[set, set, list[dict]]:
-    """Locator keys and digests of every dev-set and held-out text, and their resolved items (for shingles)."""
+def earlier_sets(root: Path, rounds: int = 1) -> tuple[set, set, list[dict]]:
+    """Locator keys and digests of every dev-set, held-out and earlier-round text, and their resolved items (for
+    shingles)."""
     keys, digests, resolved = set(), set(), []
     for path in (DEV_LABELS, HELDOUT_LABELS):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -110,6 +120,15 @@ def earlier_sets(root: Path) -> tuple[set, set, list[dict]]:
                 keys.add(loc_key(item["source"], item["locator"]))
                 digests.add(item["locator"]["sha256"])
         resolved += load_devset(root, labels_path=path)
+    for earlier in range(1, rounds):
+        items_path = ROUNDS[earlier][2] / "items.jsonl"
+        for it in load_blindset(items_path=items_path, data_dir=root):
+            if it["source"] != "countdown":
+                resolved.append(it)
+        for line in items_path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and (item := json.loads(line))["source"] != "countdown":
+                keys.add(loc_key(item["source"], item["locator"]))
+                digests.add(item["locator"]["sha256"])
     digests |= {sha(it["text"]) for it in resolved}
     return keys, digests, resolved
 
@@ -133,17 +152,21 @@ def assign_splits(items: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="/tmp/blind/candidates.jsonl")
-    ap.add_argument("--items", default=str(ITEMS))
+    ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=1)
+    ap.add_argument("--out", default=None, help="default /tmp/blind/candidates.jsonl (round 2: /tmp/blind2/...)")
+    ap.add_argument("--items", default=None, help="default: items.jsonl in the round's folder")
     args = ap.parse_args(argv)
-    out_path = Path(args.out).resolve()
+    seed, scale, folder = ROUNDS[args.round]
+    out_path = Path(args.out or ("/tmp/blind/candidates.jsonl" if args.round == 1 else
+                                 f"/tmp/blind{args.round}/candidates.jsonl")).resolve()
+    items_path = Path(args.items) if args.items else folder / "items.jsonl"
     if REPO in out_path.parents:
         sys.exit("--out must be outside the repository: real texts are not stored in it")
 
     root = _data_dir(None)
-    old_keys, old_digests, old_items = earlier_sets(root)
+    old_keys, old_digests, old_items = earlier_sets(root, args.round)
     # Drawing state; reset() restarts the seeded draw from scratch (see the sizing loop below).
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     out: list[dict] = []
     taken_keys: set = set()
     taken_digests: set = set()
@@ -153,8 +176,11 @@ def main(argv: list[str] | None = None) -> None:
     # different pieces of one trace can be almost the same text).
     old_shingles = [shingles(it["text"]) for it in old_items if it["source"].startswith("longcot_skythought/")]
 
+    def size(k: int) -> int:
+        return round(k * scale)
+
     def reset() -> None:
-        rng.seed(SEED)
+        rng.seed(seed)
         out.clear()
         taken_keys.clear()
         taken_digests.clear()
@@ -165,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
         taken_keys.add(cand["key"])
         taken_digests.add(cand["locator"]["sha256"])
         counters[prefix] += 1
-        out.append({"id": f"{prefix}-{counters[prefix]:04d}", "source": cand["source"],
+        tag = "" if args.round == 1 else f"r{args.round}-"  # ids stay unique across rounds
+        out.append({"id": f"{prefix}-{tag}{counters[prefix]:04d}", "source": cand["source"],
                     "locator": cand["locator"], "selection": selection, "text": cand["text"]})
 
     def fresh(cands: list[dict]) -> list[dict]:
@@ -302,33 +329,43 @@ def main(argv: list[str] | None = None) -> None:
         "baqua": (50, [("random", aqua, 30)], [(name, aqua, 5) for name in KW], False),
         "baquam": (50, [("random", aqua_model, 30)], [(name, aqua_model, 5) for name in KW], False),
     }
+    aims = {prefix: sum(size(k) for _n, _c, k in randoms + kws) for prefix, (_a, randoms, kws, _p) in plan.items()}
+    assert scale != 1.0 or aims == {prefix: plan[prefix][0] for prefix in plan}
     extra: Counter = Counter()
+    previous_short: dict = {}
     for _attempt in range(10):
         reset()
         for prefix, (aim, randoms, kws, is_pieces) in plan.items():
             fn = draw_pieces if is_pieces else draw
             for i, (_name, cands, k) in enumerate(randoms):
-                fn(prefix, cands, k + (extra[prefix] if i == 0 else 0), "random")
+                fn(prefix, cands, size(k) + (extra[prefix] if i == 0 else 0), "random")
         for prefix, (aim, randoms, kws, is_pieces) in plan.items():
             fn = draw_pieces if is_pieces else draw
             for name, cands, k in kws:
-                fn(prefix, cands, k, f"kw-{name}", KW[name])
-        short = {p: plan[p][0] - counters[p] for p in plan if counters[p] < plan[p][0]}
+                fn(prefix, cands, size(k), f"kw-{name}", KW[name])
+        short = {p: aims[p] - counters[p] for p in plan if counters[p] < aims[p]}
         if not short:
             break
+        if args.round > 1 and short == previous_short:  # the source is used up by the earlier sets: keep what is left
+            print(f"sources used up by the earlier sets, short of the aim by: {short}")
+            break
+        previous_short = short
         extra.update(short)
     else:
         sys.exit(f"cannot reach the aims: {short}")
 
-    # ---- Countdown traces written for the project.
+    # ---- Countdown traces written for the project (round 1 only: round 2 holds none).
     traces = [json.loads(l) for l in COUNTDOWN.read_text(encoding="utf-8").splitlines() if l.strip()]
-    for tr in traces:
+    for tr in traces if args.round == 1 else []:
         text = countdown_text(tr)
         out.append({"id": tr["id"], "source": "countdown", "style": tr["style"],
                     "locator": {"file": COUNTDOWN_REL, "id": tr["id"], "sha256": sha(text)},
                     "selection": "authored", "text": text})
 
     assign_splits(out)
+    if args.round > 1:  # round 1's halves are all tuning text now; a later round is a test set only
+        for it in out:
+            it["split"] = "test"
 
     ids = [it["id"] for it in out]
     assert len(ids) == len(set(ids)), "duplicate ids"
@@ -341,11 +378,12 @@ def main(argv: list[str] | None = None) -> None:
 
     items = [{"id": it["id"], "source": it["source"], "locator": it["locator"], "selection": it["selection"],
               **({"style": it["style"]} if "style" in it else {}), "split": it["split"]} for it in out]
-    Path(args.items).write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    items_path.parent.mkdir(parents=True, exist_ok=True)
+    items_path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
 
     reading = [{"id": it["id"], "source": it["source"], "selection": it["selection"], "split": it["split"],
                 "text": it["text"]} for it in out]
-    random.Random(SEED + 1).shuffle(reading)
+    random.Random(seed + 1).shuffle(reading)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in reading), encoding="utf-8")
 
