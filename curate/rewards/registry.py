@@ -29,6 +29,10 @@ class UnknownRewardError(CurateError, KeyError):
         return self.args[0]
 
 
+class RewardInputError(CurateError, ValueError):
+    """A batch a reward function cannot read (no ground truth, a malformed or contradictory row)."""
+
+
 @dataclass(frozen=True)
 class Reward:
     data_source: str
@@ -242,17 +246,65 @@ def _completion_text(completion: Any) -> str:
 
 def trl_reward(data_source: str | None = None, extraction: Extraction = DEFAULT) -> Callable[..., list[float | None]]:
     """A TRL GRPOTrainer reward function. Without `data_source`, each row's `data_source` column selects
-    the reward, so one dataset can mix tasks. The ground truth is the `solution` column."""
+    the reward, so one dataset can mix tasks. The ground truth is the `solution` column, or, for a verl-layout
+    dataset (priming), `reward_model['ground_truth']`.
+
+    GRPOTrainer passes every other dataset column as a keyword argument, one value per completion; the row's
+    `extra_info` (a dict) and `format_score` columns reach the reward as verl's extra_info does, so a row's
+    Countdown format score (TinyZero's 0.1) scores the same under TRL as under verl."""
     fixed = get_reward(data_source) if data_source else None
 
-    def curate_reward(completions: list, solution: list, data_source: list | None = None, **kwargs) -> list[float | None]:
+    def curate_reward(
+        completions: list,
+        solution: list | None = None,
+        data_source: list | None = None,
+        extra_info: list | None = None,
+        format_score: list | None = None,
+        reward_model: list | None = None,
+        **kwargs,
+    ) -> list[float | None]:
+        golds = solution if solution is not None else _reward_model_golds(reward_model, len(completions))
         rewards = []
-        for i, (completion, gold) in enumerate(zip(completions, solution, strict=True)):
+        for i, (completion, gold) in enumerate(zip(completions, golds, strict=True)):
             reward = fixed or (get_reward(data_source[i]) if data_source is not None else None)
             if reward is None:
                 raise ValueError("no data_source: pass trl_reward('curate/…') or keep the data_source column")
-            rewards.append(reward.score(_completion_text(completion), gold, None, extraction))
+            info = _row_extra_info(
+                extra_info[i] if extra_info is not None else None,
+                format_score[i] if format_score is not None else None,
+                i,
+            )
+            rewards.append(reward.score(_completion_text(completion), gold, info, extraction))
         return rewards
 
     curate_reward.__name__ = f"curate_{fixed.data_source.split('/')[-1]}" if fixed else "curate_reward"
     return curate_reward
+
+
+def _reward_model_golds(reward_model: list | None, n: int) -> list:
+    if reward_model is None:
+        raise RewardInputError(
+            "no ground truth: keep the `solution` column (curate export --to trl) or the verl `reward_model` column"
+        )
+    golds = []
+    for i, cell in enumerate(reward_model):
+        if not isinstance(cell, dict) or "ground_truth" not in cell:
+            raise RewardInputError(f"row {i}: reward_model has no ground_truth ({str(cell)[:80]!r})")
+        golds.append(cell["ground_truth"])
+    if len(golds) != n:
+        raise RewardInputError(f"{len(golds)} reward_model values for {n} completions")
+    return golds
+
+
+def _row_extra_info(extra_info: Any, format_score: Any, row: int) -> dict | None:
+    """One row's extra_info as the registry rewards read it: the row's extra_info dict, with its `format_score`
+    column; a row whose two format scores disagree is refused rather than scored under either."""
+    if extra_info is not None and not isinstance(extra_info, dict):
+        raise RewardInputError(f"row {row}: extra_info must be a dict, got {type(extra_info).__name__}")
+    info = dict(extra_info or {})
+    if format_score is not None:
+        stated = info.get("format_score")
+        if stated is not None and check_format_score(stated) != check_format_score(format_score):
+            raise RewardInputError(f"row {row}: format_score {format_score} differs from extra_info.format_score {stated}")
+        info["format_score"] = format_score
+    return info or None

@@ -216,3 +216,44 @@ def test_same_is_the_mcqa_builders_comparison_under_the_bound():
         assert verify_parsed(parse_latex("25\\%"), parse_latex("0.25")) == checker.same("25\\%", "0.25")
     finally:
         checker.close()
+
+
+def test_trl_reward_reads_each_rows_format_score_as_grpo_passes_columns():
+    """GRPOTrainer._calculate_rewards calls a reward with prompts, completions, completion_ids and every other dataset
+    column as a list (one value per completion), plus trainer_state / log_extra / log_metric: a row's format_score
+    column, or its verl extra_info, then scores a well-formed wrong equation as it does under verl."""
+    from curate.rewards.registry import RewardInputError
+
+    truth = {"numbers": [6, 4, 3], "target": 30}
+    right, wrong, broken = "<answer> (6 + 4) * 3 </answer>", "<answer> 6 + 4 + 3 </answer>", "<answer> 6 + 4 </answer>"
+    rows = [
+        {"prompt": "p", "solution": truth, "data_source": "curate/countdown", "format_score": 0.1,
+         "extra_info": {"split": "train", "format_score": 0.1}},
+        {"prompt": "p", "solution": truth, "data_source": "curate/countdown", "format_score": 0.0,
+         "extra_info": {"split": "train", "format_score": 0.0}},
+        {"prompt": "p", "solution": "4", "data_source": "curate/math", "format_score": 0.1, "extra_info": None},
+    ]
+    completions = [wrong, wrong, "\\boxed{4}"]
+    keys = [k for k in rows[0] if k not in ("prompt", "completion", "completion_ids")]  # as GRPOTrainer does
+    kwargs = {k: [row[k] for row in rows] for k in keys}
+    kwargs.update(trainer_state=None, log_extra=lambda *a, **k: None, log_metric=lambda *a, **k: None)
+    values = trl_reward()(prompts=[r["prompt"] for r in rows], completions=completions, completion_ids=[[1]] * 3, **kwargs)
+    assert values == [0.1, 0.0, 1.0]
+    # Each equals verl's score of the same row.
+    assert values[:2] == [compute_score(r["data_source"], wrong, r["solution"], r["extra_info"]) for r in rows[:2]]
+    # The format score alone in extra_info (an export that keeps verl's column) counts as well; right and broken
+    # answers are unaffected by it.
+    only_extra = trl_reward("curate/countdown")(completions=[wrong, right, broken], solution=[truth] * 3,
+                                                extra_info=[{"format_score": 0.1}] * 3)
+    assert only_extra == [0.1, 1.0, 0.0]
+    assert trl_reward("curate/countdown")(completions=[wrong], solution=[truth]) == [0.0]  # no column: 0, as before
+    # A verl-layout dataset (priming) has no `solution` column: the ground truth is reward_model's.
+    verl_row = {"reward_model": [{"style": "rule", "ground_truth": truth}], "format_score": [0.1]}
+    assert trl_reward()(completions=[wrong], data_source=["curate/countdown"], **verl_row) == [0.1]
+    with pytest.raises(RewardInputError, match="differs"):
+        trl_reward()(completions=[wrong], solution=[truth], data_source=["curate/countdown"], format_score=[0.1],
+                     extra_info=[{"format_score": 0.0}])
+    with pytest.raises(ValueError, match="format_score"):
+        trl_reward()(completions=[wrong], solution=[truth], data_source=["curate/countdown"], format_score=[1.5])
+    with pytest.raises(RewardInputError, match="ground truth"):
+        trl_reward()(completions=[wrong], data_source=["curate/countdown"])
