@@ -1,9 +1,10 @@
 """Does a document hold a problem and a worked solution to it? (the reference pipeline's `is_solution` question)
 
 Two judges, one answer shape, {"contain_problem": bool, "contain_solution": bool}:
-- `cues` (CPU): a problem statement (a question, or a task verb such as find / compute / prove / how many) in the
-  first part of the document, followed by a worked solution: at least two steps (equations, "so", "then", numbered
-  steps ...) and a conclusion (an answer line, \\boxed, ####, therefore, QED ..., or a result stated at the end) after the problem.
+- `cues` (CPU): a problem statement (a question, or a task verb in its bare form: find / compute / prove / how many)
+  in the first part of the document, followed by a worked solution: at least two steps (equations, "so", "then",
+  numbered steps ...) and a conclusion (an answer line, \\boxed, ####, therefore, QED ..., or a result stated at the
+  end) after the problem; a document that ends asking (a question, a request for help) holds no finished solution.
 - `llm`: the versioned prompt in prompts/is_solution_v1 (document first, then the question), parsed by
   `parse_solution_answer`; an unreadable answer is an error with its reason, never a guess.
 """
@@ -16,12 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "is_solution_v1"
-CUE_VERSION = "solution_cues_v1"
+# v2 (read on 80 Stack Exchange texts, 40 kept and 40 rejected by v1: 9 of v1's 40 kept held a problem and its
+# solution): a task verb counts in its bare form only ("find", not "finding" or "factors through"); a premise
+# ("let x be", "suppose", "given that") is not a task, since proofs and answers open with them as often as problems;
+# answer options ("Options: A) ...") state a problem; a document that ends with a question or a request for help
+# is unsolved.
+CUE_VERSION = "solution_cues_v2"
 JUDGES = ("cues", "llm")
 
 _PROBLEM = re.compile(
     r"\?|\b(?:find|compute|calculate|evaluate|determine|solve|simplify|prove|show that|express|how (?:many|much|long|far)"
-    r"|what (?:is|are|was|were)|which of|convert|factor|given that|suppose|let\b[^.\n]{0,80}\bbe\b)"
+    r"|what (?:is|are|was|were)|which of|convert|factor)\b|\b(?:options|answer choices)\s*:"
     r"|^\s*(?:problem|question|exercise)\s*[:.\d]", re.IGNORECASE | re.MULTILINE)
 _STEP = re.compile(
     r"(?:[^=<>!]=[^=>]|\\(?:frac|cdot|times)|<<[^>]*>>|^\s*(?:step\s*\d+|\d+[.)]\s)|\b(?:so|then|thus|hence|we (?:get|have"
@@ -35,6 +41,14 @@ _CONCLUSION = re.compile(
 # A result at the end: "... costs 29 cents.", "x = 250 m", "is $\sqrt{53}$".
 _RESULT = re.compile(r"(?:\b(?:is|are|equals?|costs?|gives|makes|was|were)\b|=)\s*[^\s.]{0,3}(?:\d|\$|\\\()", re.IGNORECASE)
 TAIL_CHARS = 300
+# The end of a document that is still asking: a question in its last sentences, or a request for help.
+_ASKING = re.compile(
+    r"\?[\s\"')\]]*$|\b(?:thanks?|thank you) (?:in advance|for (?:any|your|the) help)"
+    r"|\bany (?:help|hints?|ideas?|suggestions?)\b|\bhow (?:should|can|do|would) i\b"
+    r"|\bi (?:don't|do not|can't|cannot|couldn't|didn't|did not) (?:see|know|understand|figure|get|solve|prove|manage)\b"
+    r"|\bam i (?:right|correct|wrong|missing)\b|\b(?:could|can|would) (?:someone|anyone|somebody)\b|\bplease help\b"
+    r"|\bi(?:'m| am) stuck\b", re.IGNORECASE)
+ASKING_CHARS = 200
 # A problem is stated near the top; the rest of a long document may be the solution.
 PROBLEM_WINDOW = 0.5
 MIN_SOLUTION_CHARS = 60
@@ -63,7 +77,8 @@ def judge_by_cues(text: str) -> SolutionJudgement:
     rest = text[problem.end():]
     steps = len(_STEP.findall(rest))
     concluded = _CONCLUSION.search(rest) is not None or _RESULT.search(rest[-TAIL_CHARS:]) is not None
-    solved = len(rest.strip()) >= MIN_SOLUTION_CHARS and steps >= MIN_STEPS and concluded
+    asking = _ASKING.search(text.rstrip()[-ASKING_CHARS:]) is not None
+    solved = len(rest.strip()) >= MIN_SOLUTION_CHARS and steps >= MIN_STEPS and concluded and not asking
     return SolutionJudgement(True, solved, None if solved else "no_solution")
 
 

@@ -31,6 +31,7 @@ from curate.builders.cpt import (
     rematch_rewrites,
     run_cpt,
 )
+from curate.classifiers.solution import CUE_VERSION
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
 from tests.support.shared import HAS_SERVE, assert_family_card
@@ -72,16 +73,16 @@ def test_parse_token_count():
 
 
 WELL_FORMED = [
-    ("<question>Find x if 2x + 3 = 11.</question>\n<thoughts>I subtract 3: 2x = 8, so x = 4. Let me check: 2(4) + 3 = 11. "
-     "Yes.</thoughts>\n<answer>x = 4</answer>", ("Find x if 2x + 3 = 11.", "I subtract 3", "x = 4")),
-    ("<think>The document is about a triangle.</think>\n<question>\nWhat is the altitude to side 14 of the 13-14-15 "
+    (("<question>Find x if 2x + 3 = 11.</question>\n<thoughts>I subtract 3: 2x = 8, so x = 4. Let me check: 2(4) + 3 = 11. "
+     "Yes.</thoughts>\n<answer>x = 4</answer>"), ("Find x if 2x + 3 = 11.", "I subtract 3", "x = 4")),
+    (("<think>The document is about a triangle.</think>\n<question>\nWhat is the altitude to side 14 of the 13-14-15 "
      "triangle?\n</question>\n<thoughts>\n1. The area is 84 by Heron's formula.\n2. The altitude is 2 * 84 / 14.\n"
-     "</thoughts>\n<answer>\n12\n</answer>", ("What is the altitude", "Heron", "12")),
-    ("Here is the rewrite:\n\n<Question>How many multiples of 3 or 5 are below 100?</Question>\n<Thoughts>First I count "
-     "multiples of 3, then of 5, then subtract those of 15.</Thoughts>\n<Answer>46</Answer>\n",
+     "</thoughts>\n<answer>\n12\n</answer>"), ("What is the altitude", "Heron", "12")),
+    (("Here is the rewrite:\n\n<Question>How many multiples of 3 or 5 are below 100?</Question>\n<Thoughts>First I count "
+     "multiples of 3, then of 5, then subtract those of 15.</Thoughts>\n<Answer>46</Answer>\n"),
      ("How many multiples", "First I count", "46")),
-    ("**Question:** Solve sqrt(x + 7) = x - 5.\n\n**Thoughts:**\nSquaring gives x^2 - 11x + 18 = 0, so x = 2 or x = 9. "
-     "Wait, x = 2 gives sqrt(9) = -3, impossible, so I drop it.\n\n**Answer:** x = 9",
+    (("**Question:** Solve sqrt(x + 7) = x - 5.\n\n**Thoughts:**\nSquaring gives x^2 - 11x + 18 = 0, so x = 2 or x = 9. "
+     "Wait, x = 2 gives sqrt(9) = -3, impossible, so I drop it.\n\n**Answer:** x = 9"),
      ("Solve sqrt(x + 7) = x - 5.", "Wait, x = 2", "x = 9")),
     ("## Question\nIs the square root of 2 rational?\n## Answer\nNo, it is irrational.", ("Is the square root", "", "No, it is")),
     ("<question>Evaluate 7^100 mod 5.</question><thoughts>7 = 2 mod 5 and 2^4 = 1 mod 5.</thoughts><answer>1",
@@ -452,7 +453,7 @@ def test_best_effort_default_on_real_mix_where_the_common_range_fails(shared_dat
     chosen_questions = [i.startswith("se-q/") for i in chosen["minimized"]]
     assert sum(chosen_questions) / len(chosen_questions) <= 0.5 * sum(questions) / len(questions)
     card = (solved / "minimized" / "README.md").read_text()
-    assert "--require-solution" in card and "solution_cues_v1" in card
+    assert "--require-solution" in card and CUE_VERSION in card
 
 
 def test_solution_cues_on_real_genres(shared_data, tmp_path):
@@ -469,7 +470,8 @@ def test_solution_cues_on_real_genres(shared_data, tmp_path):
     # Problems with worked solutions (the genre is the label): kept.
     assert min(share[g] for g in ("trace", "gsm8k", "math500", "prm800k")) >= 0.9 and share["aqua"] >= 0.75, share
     # Forum questions (a problem, no solution) and answers (a solution to a problem they rarely restate): mostly not.
-    assert share["se_question"] <= 0.25 and share["stackexchange"] <= 0.3, share
+    # (Read on 80 Stack Exchange texts, about one in six answers restates its problem and works it out.)
+    assert share["se_question"] <= 0.1 and share["stackexchange"] <= 0.15, share
 
 
 @pytest.mark.parametrize(("output", "expected"), [
