@@ -96,3 +96,19 @@ def test_labels_cover_every_item_and_record_both_readers():
             assert disputed == (behavior in row["adjudicated"])
             if not disputed:
                 assert value == a[behavior]
+
+
+ROUND2_ITEMS = ITEMS_PATH.parent / "round2" / "items.jsonl"
+
+
+def test_round2_is_a_fresh_test_set_disjoint_from_every_earlier_set():
+    round2 = read(ROUND2_ITEMS)
+    assert len(round2) >= 300 and len({it["id"] for it in round2}) == len(round2)
+    assert all(it["split"] == "test" and it["source"] != "countdown" and "text" not in it for it in round2)
+    assert {it["id"].split("-")[0] for it in round2} == REAL_PREFIXES
+    assert Counter(it["selection"] for it in round2)["random"] >= 0.6 * len(round2)
+    for path in (DEV_LABELS, HELDOUT, ITEMS_PATH):
+        old = [it for it in read(path) if it["source"] != "countdown"]
+        assert not {key(it) for it in round2} & {key(it) for it in old}, path
+        assert not {it["locator"]["sha256"] for it in round2} & {it["locator"]["sha256"] for it in old}, path
+        assert not {it["id"] for it in round2} & {it["id"] for it in old}, path
