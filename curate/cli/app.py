@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import threading
 from typing import Annotated
 
@@ -51,8 +52,6 @@ class CurateGroup(TyperGroup):
         return command
 
     def invoke(self, ctx):
-        from curate.pipelines.executors import JobSubmitted
-
         previous = _terminate_as_interrupt()
         try:
             return super().invoke(ctx)
@@ -61,16 +60,23 @@ class CurateGroup(TyperGroup):
             raise typer.Exit(130) from None
         except TYPER_SIGNALS:
             raise  # typer's own exits and usage errors, handled by typer
-        except JobSubmitted as submission:
-            console.print(f"[yellow]{submission}[/]")
-            raise typer.Exit(0) from None
         except USER_ERRORS as error:
+            if isinstance(error, _job_submitted()):
+                console.print(f"[yellow]{error}[/]")
+                raise typer.Exit(0) from None
             # escape: a message's own brackets ("pip install 'curate[gpu]'") are text, not rich markup
             console.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)  # one line at any terminal width
             raise typer.Exit(2) from None
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _job_submitted() -> tuple[type, ...]:
+    """JobSubmitted (a RuntimeError), if the module that raises it was loaded: a command that never loaded it cannot
+    have raised it, and importing it (datatrove, ~0.5 s) for every command, `--help` included, made them all slow."""
+    executors = sys.modules.get("curate.pipelines.executors")
+    return (executors.JobSubmitted,) if executors is not None else ()
 
 
 def _terminate_as_interrupt():
