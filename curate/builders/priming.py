@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import shlex
 import shutil
 from collections import Counter
@@ -37,9 +38,9 @@ import pyarrow.parquet as pq
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
 from curate.errors import CurateError
+from curate.pipelines.state import STATE
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
 from curate.rewards.registry import check_format_score
-from curate.pipelines.state import STATE
 
 CONTROLS = ("empty_cot", "placeholder_cot")
 ALL_VARIANTS = (*VARIANTS, *CONTROLS)
@@ -267,7 +268,7 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     rng = random.Random(config.seed)
     writers = {s: _PartialParquet(output / "data" / f"{s}-00000.parquet") for s in wanted if wanted[s]}
     rejects_path = output / "rejects" / "rejects.jsonl"
-    rejects = open(rejects_path.with_name(rejects_path.name + PARTIAL), "w", encoding="utf-8")
+    rejects = open(rejects_path.with_name(rejects_path.name + PARTIAL), "w", encoding="utf-8")  # noqa: SIM115 - closed in the finally below
     result = PrimingResult(output=output, rows=kept, attempted=0)
     seen: set = set()
     max_problems = config.max_attempts_factor * (config.n + config.test_n)
@@ -439,7 +440,10 @@ def _draft(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Rando
 
 
 def _reject(rejects, result: PrimingResult, problem: Problem, split: str, reason: str, think: str | None) -> None:
-    result.rejected[reason.split(":")[0]] += 1
+    # A problem without a trace is counted by why (the backward search cannot narrate a solution whose values leave
+    # the search's range, a slip that fits nowhere, ...), so the card says which problems a variant skips.
+    key = re.sub(r"\d+", "N", reason) if reason.startswith("no trace:") else reason.split(":")[0]
+    result.rejected[key] += 1
     rejects.write(json.dumps({"reason": reason, "id": problem_id(problem), "split": split,
                               "numbers": list(problem.numbers), "target": problem.target, "think": think}) + "\n")
 
@@ -543,8 +547,6 @@ def dataset_stats(output: Path, result: PrimingResult) -> dict:
 
 def distinct_ngram_rate(texts, n: int = 4) -> float | None:
     """Distinct word n-grams over all n-grams in the texts (numbers masked, so that only the wording counts)."""
-    import re
-
     grams = []
     for text in texts:
         words = re.sub(r"\d+", "N", text).split()
@@ -553,15 +555,15 @@ def distinct_ngram_rate(texts, n: int = 4) -> float | None:
 
 
 FIELDS = [
-    ("`query`", "string", "the prompt, in the TinyZero completion format, ending before `<think>`; the SFT prompt "
-                          "and the content of `prompt`"),
+    ("`query`", "string", ("the prompt, in the TinyZero completion format, ending before `<think>`; the SFT "
+                           "prompt and the content of `prompt`")),
     ("`completion`", "string", "`<think>` … `</think>` then `<answer>` … `</answer>`"),
     ("`data_source`", "string", f"`{DATA_SOURCE}`: the registered reward that grades the answer"),
     ("`prompt`", "list of {role, content}", "verl prompt: `query` as the one user message (as TinyZero's data)"),
     ("`ability`", "string", "task family"),
     ("`reward_model`", "struct{style, ground_truth{target, numbers}}", "what verl passes to the reward"),
-    ("`extra_info`", "struct{split, index, variant, answers, format_score}", "verl bookkeeping; `format_score` is "
-                                                                             "read by the Countdown reward"),
+    ("`extra_info`", "struct{split, index, variant, answers, format_score}", ("verl bookkeeping; `format_score` is "
+                                                                              "read by the Countdown reward")),
     ("`id`, `question`, `answer`", "string", "problem id, question, a reference solution"),
     ("`completion_answer`, `answer_correct`", "string, bool", ("the expression the completion gives, and whether it "
                                                               "reaches the target")),

@@ -10,8 +10,9 @@ are emitted only when that behavior is on, under the reference definitions:
 - backtracking: dead ends the search really visited (all values within a few times the target), each
   followed by a return to an earlier state. Without it there is one attempt and nothing is abandoned;
 - subgoal setting: a plan that says what the search will do, and stages the search then follows;
-- backward chaining: the search itself works from the target: a last number and operation are chosen,
-  the value the other numbers must make is derived from the target, and so on down to a last pair.
+- backward chaining: the search itself works from the target: a last operation is chosen, joining a given
+  number (or the stated value of a pair of them, for solutions shaped (a op b) op (c op d)) with what the
+  other numbers must make, that value is derived from the target, and so on down to a last pair.
 
 Arithmetic is exact: every equation a trace states is true, except, in an incorrect-answer trace, one
 plausible slip (a dropped carry, a forgotten borrow, two swapped digits). Other incorrect answers come
@@ -28,6 +29,7 @@ import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import islice
+from typing import NamedTuple
 
 from curate.behaviors import Behavior
 from curate.puzzles.countdown import Problem, apply, check_expression, search_leaves
@@ -69,13 +71,15 @@ BANKS: dict[str, dict[str, list[str]]] = {
         "abandon": ["back to {state}.", "try again from {state}.", "scrap that. {state} again."],
         "plan_forward": ["plan: pair two, then fold in the rest one at a time.",
                          "plan: merge two numbers, repeat until one is left."],
-        "plan_backward": ["plan: pick the last number, derive what the rest must make, repeat down to a pair.",
-                          "plan: peel numbers off the end until a pair is left."],
+        "plan_backward": ["plan: pick the last operation, derive what the rest must make, repeat down to a pair.",
+                          "plan: peel operations off the end until a pair is left."],
         "subgoal_pair": ["sub-goal: {a} and {b} into one number.", "sub-goal now: merge {a}, {b}."],
         "stage": ["[{num}] ", "{num}: "],
         "backward_intro": ["from {T} backwards.", "work back from {T}."],
         "back_need": ["{n} last ({form}): {eq}. need {need} from {pool}.",
                       "say {form}: {eq}, so {pool} -> {need}."],
+        "back_split": ["{side_eq}; {form} last: {eq}. need {need} from {pool}.",
+                       "pair off {c}, {d}: {side_eq}. say {form}: {eq}, so {pool} -> {need}."],
         "back_subgoal": ["sub-goal: {need} from {pool}.", "goal: {pool} -> {need}."],
     },
     "explanatory": {
@@ -116,7 +120,7 @@ BANKS: dict[str, dict[str, list[str]]] = {
                          "time until a single value is left."),
                          ("I will break this into stages: merge a pair first, and then fold in each of the other "
                          "numbers in turn.")],
-        "plan_backward": [("My plan is to decide which number is used last, work out what the others must then "
+        "plan_backward": [("My plan is to decide which operation comes last, work out what the others must then "
                           "make, and repeat that until only a pair is left."),
                           ("I will split the problem from the end: choose the final operation, derive the value the "
                           "rest must produce, and solve that smaller problem the same way.")],
@@ -129,6 +133,10 @@ BANKS: dict[str, dict[str, list[str]]] = {
                       ("Suppose the last operation is {form}. Then {eq}, and the remaining {pool} must produce "
                       "{need}."),
                       "Taking {form} as the final operation means {eq}; so {pool} need to give {need}."],
+        "back_split": [("Another possible ending pairs {c} with {d}: {side_eq}. If the last operation is {form}, "
+                       "then {eq}, so {pool} would have to make {need}."),
+                       ("Suppose {c} and {d} are combined on their own, {side_eq}, and the final operation is "
+                       "{form}. Then {eq}, and {pool} must produce {need}.")],
         "back_subgoal": ["That gives a smaller sub-goal: make {need} from {pool}.",
                          "New sub-goal: obtain {need} using {pool}."],
     },
@@ -164,6 +172,10 @@ BANKS: dict[str, dict[str, list[str]]] = {
         "backward_intro": ["Let me work backwards from {T}.", "Maybe go backwards from {T}."],
         "back_need": ["What if {n} goes last, like {form}? Then {eq}, so {pool} has to make {need}.",
                       "If it ends with {form}, then {eq}. So I'd need {need} out of {pool}."],
+        "back_split": [("What if {c} and {d} go together, {side_eq}, and it ends with {form}? Then {eq}, so {pool} "
+                        "has to make {need}."),
+                       ("Or pair up {c} and {d}: {side_eq}, and finish with {form}. Then {eq}, so I'd need {need} "
+                        "out of {pool}.")],
         "back_subgoal": ["So the sub-goal is {need} from {pool}.", "Mini-goal: {pool} to {need}."],
     },
 }
@@ -636,29 +648,80 @@ def _narrate_dead_ends(narrator, problem, dead, T, bound, integer_division, beha
 INVERSE = {"+": "-", "-": "+", "*": "/", "/": "*"}
 
 
+class _Back(NamedTuple):
+    """One backward step: the last operation joins X, what the rest must make, with `n`: a given number, or (with
+    `side`, a pair of given numbers (c, op, d)) the value c op d = n, so that a solution shaped (a op b) op (c op d)
+    is reached backward too. X op n = goal, or n op X = goal when `flipped` (n - X, n / X)."""
+
+    goal: Fraction
+    n: Fraction
+    op: str
+    need: Fraction  # X as the trace derives it (after a slip, the slipped value)
+    side: tuple | None = None
+    flipped: bool = False
+
+    def used(self) -> list:
+        return [self.side[0], self.side[2]] if self.side else [self.n]
+
+    def need_equation(self) -> tuple:
+        """The equation that derives X from the goal: goal INVERSE[op] n = X, or n op goal = X when flipped."""
+        return (self.n, self.op, self.goal, self.need) if self.flipped else (self.goal, INVERSE[self.op], self.n, self.need)
+
+    def form(self) -> str:
+        return f"{_n(self.n)} {self.op} X" if self.flipped else f"X {self.op} {_n(self.n)}"
+
+
 @dataclass
 class _BLeaf:
-    chain: tuple  # ((goal, n, op, need, stated need), ...): X op n = goal, so goal INVERSE[op] n = need
+    chain: tuple  # (_Back, ...), from the target down to the pair
     pair: tuple
     goal: Fraction  # what the pair must make (as the trace derived it)
 
 
-def _backward_leaves(goal, pool, chain, rng, bound, integer_division, slip=None):
+def _rest(pool, chain) -> list:
+    """The numbers of `pool` the backward steps in `chain` have not used."""
+    rest = list(pool)
+    for step in chain:
+        for m in step.used():
+            rest.remove(m)
+    return rest
+
+
+def _backward_ends(goal, n, side, integer_division) -> list:
+    """Every backward step whose last operation joins X with n: X op n = goal, and n - X / n / X = goal."""
+    out = []
+    for op in "+-*/":
+        if op in "*/" and n == 1:
+            continue
+        out.append(_Back(goal, n, op, apply(INVERSE[op], goal, n, integer_division), side))
+        if op in "-/":
+            out.append(_Back(goal, n, op, apply(op, n, goal, integer_division), side, True))
+    return out
+
+
+def _backward_leaves(goal, pool, chain, rng, bound, integer_division):
     if len(pool) == 2:
         yield _BLeaf(tuple(chain), tuple(pool), goal)
         return
-    numbers = list(dict.fromkeys(pool))
-    rng.shuffle(numbers)
-    for n in numbers:
-        ops = list("+-*/")
-        rng.shuffle(ops)
-        for op in ops:
-            need = apply(INVERSE[op], goal, n, integer_division)
-            if need is None or not 0 < need <= bound or (op in "*/" and n == 1):
-                continue
-            rest = list(pool)
-            rest.remove(n)
-            yield from _backward_leaves(need, rest, chain + [(goal, n, op, need)], rng, bound, integer_division)
+    ends = []
+    for n in dict.fromkeys(pool):
+        ends += _backward_ends(goal, n, None, integer_division)
+    if len(pool) >= 4:  # a pair of numbers on one side still leaves a pair (or more) for the other
+        for i in range(len(pool)):
+            for j in range(i + 1, len(pool)):
+                for c, d in dict.fromkeys(((pool[i], pool[j]), (pool[j], pool[i]))):
+                    for op in "+-*/":
+                        if (op in "+*" and c > d) or (op in "*/" and 1 in (c, d)):
+                            continue
+                        q = apply(op, c, d, integer_division)
+                        if q is not None and 0 < q <= bound:
+                            ends += _backward_ends(goal, q, (c, op, d), integer_division)
+    ends = list(dict.fromkeys(ends))
+    rng.shuffle(ends)
+    for step in ends:
+        if step.need is None or not 0 < step.need <= bound:
+            continue
+        yield from _backward_leaves(step.need, _rest(pool, [step]), [*chain, step], rng, bound, integer_division)
 
 
 def _pair_finals(pair, goal, bound, integer_division, rng):
@@ -684,7 +747,7 @@ def _backward(problem, behaviors, rng, search_rng, outcome, budget, voice, integ
             outcome = "correct" if sum(1 for k in miss_at if k < hit_index) <= budget else "near_miss"
     if outcome == "correct":
         if hit_index is None:
-            raise TraceError("working backward, no chain of single numbers reaches the target")
+            raise TraceError("working backward, no chain of steps reaches the target")
         dead = [leaves[k] for k in miss_at if k < hit_index][:budget]
         if B in behaviors and not dead:
             raise TraceError("the backward search reached the target without a dead end to narrate")
@@ -705,14 +768,12 @@ def _backward(problem, behaviors, rng, search_rng, outcome, budget, voice, integ
         start = _common(dead[-1].chain, solution.chain) if dead else 0
         final = None
         for j in range(start, len(solution.chain)):
-            goal, n, op, need = solution.chain[j]
-            w = slip_value(outcome, goal, INVERSE[op], n, need, rng)
-            if w is None or w == need or not 0 < w <= bound:
+            step = solution.chain[j]
+            w = slip_value(outcome, *step.need_equation(), rng)
+            if w is None or w == step.need or not 0 < w <= bound:
                 continue
-            rest = list(start_pool)
-            for _, m, _, _ in solution.chain[: j + 1]:
-                rest.remove(m)
-            chain = list(solution.chain[:j]) + [(goal, n, op, w)]
+            rest = _rest(start_pool, solution.chain[: j + 1])
+            chain = [*solution.chain[:j], step._replace(need=w)]
             cont = next(iter(_backward_leaves(w, rest, chain, random.Random(rng.random()), bound,
                                               integer_division)), None)
             if cont is not None and _pair_finals(cont.pair, cont.goal, bound, integer_division, random.Random(0)):
@@ -732,18 +793,18 @@ def _backward(problem, behaviors, rng, search_rng, outcome, budget, voice, integ
         if attempt and start == 0:
             narrator.say("abandon", state=f"the start ({_listing(problem.numbers)})")
         elif attempt:
-            rest = list(start_pool)
-            for _, m, _, _ in leaf.chain[:start]:
-                rest.remove(m)
-            narrator.say("back_abandon", need=_n(leaf.chain[start - 1][3]), pool=_listing(rest))
-        for goal, n, op, need in leaf.chain[start:]:
-            rest = list(start_pool)
-            for _, m, _, _ in leaf.chain[: leaf.chain.index((goal, n, op, need)) + 1]:
-                rest.remove(m)
-            narrator.say("back_need", n=_n(n), form=f"X {op} {_n(n)}", eq=_eq(goal, INVERSE[op], n, need),
-                         need=_n(need), pool=_listing(rest))
+            rest = _rest(start_pool, leaf.chain[:start])
+            narrator.say("back_abandon", need=_n(leaf.chain[start - 1].need), pool=_listing(rest))
+        for k in range(start, len(leaf.chain)):
+            step, rest = leaf.chain[k], _listing(_rest(start_pool, leaf.chain[: k + 1]))
+            said = {"form": step.form(), "eq": _eq(*step.need_equation()), "need": _n(step.need), "pool": rest}
+            if step.side:  # the pair's value is stated before the step uses it
+                c, op, d = step.side
+                narrator.say("back_split", c=_n(c), d=_n(d), side_eq=_eq(c, op, d, step.n), **said)
+            else:
+                narrator.say("back_need", n=_n(step.n), **said)
             if S in behaviors:
-                narrator.say("back_subgoal", need=_n(need), pool=_listing(rest))
+                narrator.say("back_subgoal", need=_n(step.need), pool=rest)
         finals = _pair_finals(leaf.pair, leaf.goal, bound, integer_division, rng)
         x, y = leaf.pair
         if leaf is final and kind != "nearest":
@@ -773,12 +834,18 @@ def _backward(problem, behaviors, rng, search_rng, outcome, budget, voice, integ
     last = tried[-1]
     expr, value = f"({_n(last[0])} {last[1]} {_n(last[2])})", last[3]
     chain = [last]
-    for goal, n, op, need in reversed(final.chain):
-        new = apply(op, value, n, integer_division)
+    for step in reversed(final.chain):
+        side = _n(step.n)
+        if step.side:
+            c, op, d = step.side
+            chain.append((c, op, d, step.n))
+            side = f"({_n(c)} {op} {_n(d)})"
+        new = apply(step.op, *((step.n, value) if step.flipped else (value, step.n)), integer_division)
         if new is None or new <= 0:
             raise TraceError("the nearest pair does not build back to a positive value")
-        chain.append((value, op, n, new))
-        expr, value = f"({expr} {op} {_n(n)})", new
+        chain.append((step.n, step.op, value, new) if step.flipped else (value, step.op, step.n, new))
+        expr = f"({side} {step.op} {expr})" if step.flipped else f"({expr} {step.op} {side})"
+        value = new
     if V in behaviors:
         if kind == "hit":
             if rng.random() < 0.8:
