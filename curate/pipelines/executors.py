@@ -25,7 +25,6 @@ CUDA_VISIBLE_DEVICES, which every process it starts (a model server) inherits.
 
 from __future__ import annotations
 
-import glob as globlib
 import json
 import os
 import re
@@ -39,6 +38,7 @@ from pathlib import Path
 from datatrove.executor import LocalPipelineExecutor
 
 from curate.pipelines.executor_options import LOCAL, ExecutorConfigError, ExecutorOptions
+from curate.pipelines.readers import NoInputFilesError
 
 SLURM_SCRIPT = "launch_script.slurm"
 DRY_RUN_JOB_ID = "dry-run"
@@ -240,14 +240,14 @@ def input_signature(spec) -> dict:
         return {"input": spec.path, "split": spec.split, "config": spec.config}
     folder, pattern = spec.folder_and_pattern()
     root = Path(folder)
-    if pattern is None:
-        paths = [p for p in root.rglob("*") if p.is_file()]
-    else:
-        paths = [Path(p) for p in globlib.glob(str(root / pattern), recursive=True) if Path(p).is_file()]
+    try:
+        names = spec.list_files()
+    except NoInputFilesError:
+        names = []  # the stage that reads the input refuses an empty one; its signature is just empty
     files = []
-    for path in sorted(paths):
-        stat = path.stat()
-        files.append([str(path.relative_to(root)), stat.st_size, stat.st_mtime_ns])
+    for name in names:
+        stat = (root / name).stat()
+        files.append([name, stat.st_size, stat.st_mtime_ns])
     return {"input": str(root.resolve()), "pattern": pattern, "files": files}
 
 
