@@ -30,7 +30,10 @@ from tests.devset.resolve import LABELS_PATH as DEV_LABELS
 from tests.devset.resolve import DevsetUnavailable, load_devset
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl"}
+LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl",
+          "blindset2": TESTS / "blindset" / "round2" / "labels.jsonl"}
+# Test sets only: their errors are not printed, so nobody tunes against them.
+TEST_ONLY = {"blindset2"}
 
 
 def scores(pairs: list[tuple[int, int]]) -> tuple[float, float, float, int]:
@@ -52,8 +55,8 @@ def classifier(spec: str):
 
 
 def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict]:
-    if labelled_set == "blindset":
-        items = load_blindset(split)
+    if labelled_set in ("blindset", "blindset2"):
+        items = load_blindset(split, LABELS[labelled_set])
     else:
         items = load_devset(labels_path=LABELS[labelled_set])
     if split is not None:
@@ -63,13 +66,14 @@ def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict
     return items
 
 
-def load_blindset(split: str | None) -> list[dict]:
-    """The blind set's labeled items of one half (or all): shared-data texts and Countdown traces (tests/blindset)."""
-    if not LABELS["blindset"].exists():
-        raise DevsetUnavailable(f"the blind set's labels are not there yet ({LABELS['blindset']})")
+def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
+    """A blind set round's labeled items of one half (or all): shared-data texts and Countdown traces
+    (tests/blindset; round 2 in tests/blindset/round2, real texts only, all test)."""
+    if not labels_path.exists():
+        raise DevsetUnavailable(f"the blind set's labels are not there yet ({labels_path})")
     from tests.blindset.resolve import load_blindset as resolve_blindset
 
-    lines = [line for line in LABELS["blindset"].read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [line for line in labels_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if split is not None:
         # Only the asked half's texts are resolved: reading a tune half never loads a test text.
         lines = [line for line in lines if json.loads(line).get("split") == split]
@@ -93,9 +97,9 @@ def groups_of(items: list[dict], labelled_set: str, by_source: bool) -> dict[str
     groups: dict[str, list[int]] = defaultdict(list)
     for i, item in enumerate(items):
         groups["all"].append(i)
-        if labelled_set == "blindset":
+        if labelled_set in ("blindset", "blindset2"):
             groups["countdown" if is_countdown(item) else "real"].append(i)
-        if by_source and not (labelled_set == "blindset" and is_countdown(item)):  # already its own group
+        if by_source and not (labelled_set in ("blindset", "blindset2") and is_countdown(item)):  # its own group
             groups[item["source"].split("/")[0]].append(i)
     return groups
 
@@ -134,6 +138,8 @@ def main() -> None:
     parser.add_argument("--errors", help="print false positives/negatives of this behavior")
     args = parser.parse_args()
     specs = [spec.strip() for spec in args.classifier.split(",") if spec.strip()]
+    if args.errors and args.labelled_set in TEST_ONLY:
+        sys.exit(f"--errors is refused on {args.labelled_set}: it is a test set, read once to report")
     try:
         if len(specs) > 1:
             if args.errors:

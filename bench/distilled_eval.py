@@ -34,11 +34,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cue_accuracy import is_countdown, load_blindset
+from bench.cue_accuracy import LABELS, is_countdown, load_blindset
 from bench.distilled_corpus import embeddings, gather, order, teacher_labels, teacher_source
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.distilled import DEFAULT_EMBEDDING_MODEL, Heads
-from curate.pipelines.distill import _best_threshold, fit_behavior
+from curate.pipelines.distill import best_threshold, fit_behavior
 from tests.devset.resolve import DEFAULT_DATA_DIR, load_devset
 
 GRID = {"logistic": (0.1, 1.0), "mlp": (1.0,)}  # C of logistic heads; L2 alpha of MLP heads (one value: CPU time)
@@ -85,7 +85,7 @@ def train_heads(kind: str, x: np.ndarray, y: np.ndarray, validation: np.ndarray,
         _, strength, candidate, scores = best
         for store in ("weights", "bias", "layers", "mean", "scale"):
             getattr(heads, store).update(getattr(candidate, store))
-        heads.thresholds[behavior] = _best_threshold(yv, scores)
+        heads.thresholds[behavior] = best_threshold(yv, scores)
         chosen[behavior] = strength
     return heads, chosen
 
@@ -134,7 +134,7 @@ def main() -> None:
         sources[d["source"]] = sources.get(d["source"], 0) + 1
     print(f"corpus: {len(documents)} real texts, none in (or overlapping) the dev, held-out or blind sets: {sources}")
     print(f"  candidates left out as labeled texts: {lost}")
-    blind = load_blindset("test")
+    blind = load_blindset("test", LABELS["blindset"])
     dev = load_devset()
     hand = {
         "blind test real": [i for i in blind if not is_countdown(i)],

@@ -155,7 +155,7 @@ def _one(heads: Heads, behavior: str) -> Heads:
                  scale={k: v for k, v in heads.scale.items() if k == behavior})
 
 
-def _best_threshold(y: np.ndarray, scores: np.ndarray) -> float:
+def best_threshold(y: np.ndarray, scores: np.ndarray) -> float:
     from sklearn.metrics import precision_recall_curve
 
     if y.sum() == 0 or y.sum() == len(y):
@@ -190,7 +190,7 @@ def _plot(curves: dict[str, tuple[np.ndarray, np.ndarray, float]], path: Path) -
 
     figure, axis = plt.subplots(figsize=(6, 5))
     for behavior, (recall, precision, auc) in curves.items():
-        axis.plot(recall, precision, label=f"{behavior} (AUC {auc:.2f})" if auc == auc else behavior)
+        axis.plot(recall, precision, label=f"{behavior} (AUC {auc:.2f})" if not np.isnan(auc) else behavior)
     axis.set_xlabel("recall")
     axis.set_ylabel("precision")
     axis.set_xlim(0, 1)
@@ -294,7 +294,7 @@ def train_distilled(
             continue
         fit_behavior(heads, behavior, embeddings[parts["train"]], y[parts["train"]], regularization, seed, hidden)
         scored = _one(heads, behavior).scores
-        result.threshold = _best_threshold(y[parts["validation"]], scored(embeddings[parts["validation"]])[behavior])
+        result.threshold = best_threshold(y[parts["validation"]], scored(embeddings[parts["validation"]])[behavior])
         heads.thresholds[behavior] = result.threshold
         result.trained = True
         test_y, test_scores = y[parts["test"]], scored(embeddings[parts["test"]])[behavior]
