@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.blindset.resolve import countdown_text, load_blindset
 from tests.devset.resolve import LABELS_PATH as DEV_LABELS
-from tests.devset.resolve import _data_dir, cut_pieces, load_devset
+from tests.devset.resolve import cut_pieces, load_devset, shared_data_dir
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     if REPO in out_path.parents:
         sys.exit("--out must be outside the repository: real texts are not stored in it")
 
-    root = _data_dir(None)
+    root = shared_data_dir(None)
     old_keys, old_digests, old_items = earlier_sets(root, args.round)
     # Drawing state; reset() restarts the seeded draw from scratch (see the sizing loop below).
     rng = random.Random(seed)

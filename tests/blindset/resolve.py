@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.devset.resolve import BEHAVIORS, DevsetUnavailable, _data_dir, _load_rows, _resolve
+from tests.devset.resolve import BEHAVIORS, DevsetUnavailable, load_rows, resolve_locator, shared_data_dir
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -58,19 +58,19 @@ def load_blindset(items_path: str | os.PathLike = ITEMS_PATH, data_dir: str | os
             texts[it["id"]] = countdown_text(trace)
     shared = [it for it in items if it["source"] != "countdown"]
     if shared:
-        root = _data_dir(data_dir)
+        root = shared_data_dir(data_dir)
         by_source: dict[str, list[dict]] = {}
         for it in shared:
             by_source.setdefault(it["source"], []).append(it)
         for source, group in by_source.items():
             rows = {it["locator"]["row"] for it in group}
             fields = {it["locator"]["path"][0] for it in group}
-            loaded = _load_rows(root / source, rows, fields)
+            loaded = load_rows(root / source, rows, fields)
             for it in group:
                 where = f"{it['id']} ({source})"
                 if it["locator"]["row"] not in loaded:
                     raise DevsetUnavailable(f"{where}: row {it['locator']['row']} not present")
-                texts[it["id"]] = _resolve(loaded[it["locator"]["row"]], it["locator"], where)
+                texts[it["id"]] = resolve_locator(loaded[it["locator"]["row"]], it["locator"], where)
     for it in items:
         text = texts[it["id"]]
         if not text.strip():

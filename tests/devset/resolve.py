@@ -70,7 +70,7 @@ def cut_pieces(text: str, max_len: int = 2500, min_len: int = 1000) -> list[tupl
     return pieces
 
 
-def _data_dir(data_dir: str | os.PathLike | None) -> Path:
+def shared_data_dir(data_dir: str | os.PathLike | None) -> Path:
     if data_dir is None:
         data_dir = os.environ.get(ENV_VAR) or DEFAULT_DATA_DIR
     path = Path(data_dir)
@@ -81,7 +81,7 @@ def _data_dir(data_dir: str | os.PathLike | None) -> Path:
     return path
 
 
-def _load_rows(path: Path, rows: set[int], fields: set[str]) -> dict[int, Any]:
+def load_rows(path: Path, rows: set[int], fields: set[str]) -> dict[int, Any]:
     if not path.is_file():
         raise DevsetUnavailable(f"dev-set source file missing: {path}")
     if path.suffix == ".parquet":
@@ -106,7 +106,7 @@ def _load_rows(path: Path, rows: set[int], fields: set[str]) -> dict[int, Any]:
     return out
 
 
-def _resolve(row: Any, loc: dict, where: str) -> str:
+def resolve_locator(row: Any, loc: dict, where: str) -> str:
     obj, parent = row, None
     for key in loc["path"]:
         parent = obj
@@ -134,7 +134,7 @@ def load_devset(
     Raises :class:`DevsetUnavailable` if the directory, a file, or a text is missing
     or does not match the stored checksum.
     """
-    root = _data_dir(data_dir)
+    root = shared_data_dir(data_dir)
     items = [json.loads(l) for l in Path(labels_path).read_text(encoding="utf-8").splitlines() if l.strip()]
     by_source: dict[str, list[dict]] = {}
     for it in items:
@@ -143,12 +143,12 @@ def load_devset(
     for source, group in by_source.items():
         rows = {it["locator"]["row"] for it in group}
         fields = {it["locator"]["path"][0] for it in group}
-        loaded = _load_rows(root / source, rows, fields)
+        loaded = load_rows(root / source, rows, fields)
         for it in group:
             loc, where = it["locator"], f"{it['id']} ({source})"
             if loc["row"] not in loaded:
                 raise DevsetUnavailable(f"{where}: row {loc['row']} not present")
-            text = _resolve(loaded[loc["row"]], loc, where)
+            text = resolve_locator(loaded[loc["row"]], loc, where)
             if not text.strip():
                 raise DevsetUnavailable(f"{where}: resolved text is empty")
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.devset.resolve import LABELS_PATH as DEV_LABELS
-from tests.devset.resolve import _data_dir, cut_pieces
+from tests.devset.resolve import cut_pieces, shared_data_dir
 
 SEED = 20261130
 SE_FILES = (
@@ -82,7 +82,7 @@ def shingles(text: str, n: int = 8) -> set:
 
 
 def main() -> None:
-    root = _data_dir(None)
+    root = shared_data_dir(None)
     rng = random.Random(SEED)
     dev, dev_digests = dev_keys()
     out: list[dict] = []
