@@ -82,9 +82,10 @@ def test_every_text_resolves_with_its_checksum():
     assert all(it["text"].startswith("Numbers: [") for it in items if it["source"] == "countdown")
 
 
-def test_labels_cover_every_item_and_record_both_readers():
-    items = {json.loads(line)["id"]: json.loads(line) for line in ITEMS_PATH.read_text().splitlines() if line.strip()}
-    rows = [json.loads(line) for line in (ITEMS_PATH.parent / "labels.jsonl").read_text().splitlines() if line.strip()]
+@pytest.mark.parametrize("items_path", [ITEMS_PATH, ITEMS_PATH.parent / "round2" / "items.jsonl"], ids=["round1", "round2"])
+def test_labels_cover_every_item_and_record_both_readers(items_path):
+    items = {json.loads(line)["id"]: json.loads(line) for line in items_path.read_text().splitlines() if line.strip()}
+    rows = [json.loads(line) for line in (items_path.parent / "labels.jsonl").read_text().splitlines() if line.strip()]
     assert [r["id"] for r in rows] == list(items)
     for row in rows:
         item = items[row["id"]]
