@@ -3,8 +3,9 @@ open-answer questions with a second model pass as judge (the Big-Math recipe).
 
 Both run through the LLM backends of `curate.pipelines.llm.server` (datatrove's InferenceRunner: `vllm
 serve`, an OpenAI-compatible endpoint, or `transformers serve`), one job per call, with chunk
-checkpoints and the request cache under a work directory so that a rerun of the same job does not
-re-request finished documents. Rollouts only send requests; everything a model says is parsed
+checkpoints and the request cache under a work directory: the job's configuration is recorded there
+(curate.pipelines.llm.job), so that a rerun of the same job resumes without re-requesting finished documents,
+another job in that directory is refused with the fix, and `overwrite` starts it over. Rollouts only send requests; everything a model says is parsed
 afterwards in the calling process, by plain functions, and nothing it says is executed:
 - traces: `<think>` … `</think>` and the last `<answer>` … `</answer>`; the answer is checked by the
   Countdown AST verifier and must be correct (or, for `--answers incorrect`, well-formed and wrong);
@@ -27,13 +28,14 @@ from functools import partial
 from pathlib import Path
 
 from datatrove.data import Document
-from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 
 from curate.behaviors import Behavior
 from curate.errors import CurateError
+from curate.pipelines.executors import LOCAL
+from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.puzzles.countdown import Problem, check_expression
 
@@ -124,23 +126,23 @@ async def reformulate_rollout(document, generate, bar) -> dict:
     return out
 
 
+JOB_RECORD = "job.json"
+
+
 def run_generation(requests: dict[str, dict], rollout, options: LLMOptions, workdir: str | Path,
-                   description: str, progress: bool = True) -> dict[str, dict]:
+                   description: str, progress: bool = True, overwrite: bool = False) -> dict[str, dict]:
     """Send every request (document id -> request) through one InferenceRunner job; returns id -> result.
-    A document whose request the server refused as malformed is absent from the result."""
+    A document whose request the server refused as malformed is absent from the result. WORKDIR holding this same
+    job resumes it (finished documents are not requested again); holding another (other requests, model or
+    sampling) is refused with the fix, unless `overwrite`, which removes it and starts over."""
     options.validate()
     workdir = Path(workdir)
     output = workdir / "results"
-    fingerprint = hashlib.sha256(json.dumps([requests, options.model, options.temperature, options.max_tokens],
-                                            sort_keys=True, default=str).encode()).hexdigest()
-    marker = workdir / "job.json"
-    if marker.exists() and json.loads(marker.read_text()).get("fingerprint") != fingerprint:
-        # Another job's results and checkpoints must not be mixed into this one.
-        import shutil
-
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"fingerprint": fingerprint, "model": options.model, "documents": len(requests)}))
+    # The requests by digest: the record names what differs without copying every prompt into it.
+    digest = hashlib.sha256(json.dumps(requests, sort_keys=True, default=str).encode()).hexdigest()
+    claim_job(workdir / JOB_RECORD, {"model": options.model, "temperature": options.temperature,
+                                     "max_tokens": options.max_tokens, "documents": len(requests), "requests": digest},
+              f"LLM results ({description})", "pass --overwrite to write them again", overwrite=overwrite)
     documents = [Document(text=key, id=key, metadata={REQUEST_KEY: request}) for key, request in requests.items()]
     runner = CurateInferenceRunner(
         rollout_fn=rollout,
@@ -152,10 +154,7 @@ def run_generation(requests: dict[str, dict], rollout, options: LLMOptions, work
         metadata_key=RESULTS_KEY,
         skip_bad_requests=True,
     )
-    LocalPipelineExecutor(pipeline=[documents, runner], tasks=1, workers=1, logging_dir=str(workdir / "_logs"),
-                          skip_completed=True).run()
-    if not list((workdir / "_logs" / "completions").glob("*")):
-        raise RuntimeError(f"the LLM job did not complete; see {workdir / '_logs' / 'logs'}. Rerun to resume.")
+    run_job([documents, runner], LOCAL, 1, 1, workdir / "_logs", f"curate-{description.replace(' ', '-')}", description)
     results: dict[str, dict] = {}
     for path in sorted(output.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -231,10 +230,11 @@ def trace_requests(problems: list[Problem], behaviors: frozenset[Behavior], answ
 
 
 def write_llm_traces(problems: list[Problem], behaviors: frozenset[Behavior], answers: str, options: LLMOptions,
-                     workdir: str | Path, progress: bool = True) -> list[LLMTrace | str]:
-    """One teacher trace per problem, in order: an LLMTrace, or the reason there is none."""
+                     workdir: str | Path, progress: bool = True, overwrite: bool = False) -> list[LLMTrace | str]:
+    """One teacher trace per problem, in order: an LLMTrace, or the reason there is none (WORKDIR: as in
+    run_generation)."""
     requests = trace_requests(problems, behaviors, answers, options)
-    results = run_generation(requests, single_rollout, options, workdir, "teacher traces", progress)
+    results = run_generation(requests, single_rollout, options, workdir, "teacher traces", progress, overwrite)
     return [
         check_trace(results[key], problem, answers) if key in results else "llm request: refused by the server as a bad request"
         for key, problem in zip(requests, problems)
@@ -396,16 +396,17 @@ def review_reformulation(row: dict, result: dict, stem_check: Callable[[str], st
 
 
 def reformulate_rows(rows: list[dict], options: LLMOptions, workdir: str | Path, stem_check: Callable[[str], str | None],
-                     progress: bool = True) -> list[Rewrite | str]:
+                     progress: bool = True, overwrite: bool = False) -> list[Rewrite | str]:
     """For each converted MCQA row (question, answer, original_options, gold_letter), in order: the
-    accepted rewrite or the reason it was refused (stem_check: as in `review_reformulation`)."""
+    accepted rewrite or the reason it was refused (stem_check: as in `review_reformulation`; WORKDIR: as in
+    run_generation)."""
     sampling = {"max_tokens": options.max_tokens, "temperature": options.temperature}
     requests = {
         f"{i:07d}": {"question": row["question"], "original_options": row["original_options"],
                      "gold_letter": row["gold_letter"], "options": sampling}
         for i, row in enumerate(rows)
     }
-    results = run_generation(requests, reformulate_rollout, options, workdir, "reformulate", progress)
+    results = run_generation(requests, reformulate_rollout, options, workdir, "reformulate", progress, overwrite)
     return [
         review_reformulation(row, results[key], stem_check) if key in results else "reformulate_request: refused by the server as a bad request"
         for key, row in zip(requests, rows)

@@ -4,6 +4,7 @@ chat model under `transformers serve` through InferenceRunner, whose garbage mus
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow.parquet as pq
@@ -20,10 +21,14 @@ from curate.builders.llm_writers import (
     parse_trace,
     parse_verdict,
     review_reformulation,
+    run_generation,
+    single_rollout,
     trace_requests,
 )
 from curate.builders.mcqa import stem_reason
+from curate.pipelines.llm.job import JobConfigChangedError
 from curate.puzzles.countdown import Problem
+from tests.support.fault_server import FaultServer
 from tests.support.shared import HAS_SERVE
 
 needs_serve = pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")
@@ -252,3 +257,38 @@ def test_tag_classifier_llm_routes_to_llm_tagging(tiny_model, tmp_path):
     # A random model's answers are null with a parse error, never a fabricated 0.
     for row in rows:
         assert row["error"] is None or row["error"].startswith("parse: ")
+
+
+# --------------------------------------------------------------------------------------------- #
+# The writers' job: curate.pipelines.llm.job's rule for a folder that holds a run
+# --------------------------------------------------------------------------------------------- #
+def test_a_writer_job_resumes_refuses_another_config_and_overwrite_starts_over(tmp_path):
+    workdir = tmp_path / "job"
+    requests = {f"{i:06d}": {"messages": [{"role": "user", "content": f"Reach {20 + i} with 3, 5, 7."}],
+                             "max_tokens": 8, "temperature": 0.7} for i in range(3)}
+    with FaultServer({}, seed=0) as server:  # a stand-in endpoint that answers every request and counts them
+        options = LLMOptions(model="stand-in", backend="endpoint", endpoint_url=server.url, max_tokens=8)
+        first = run_generation(requests, single_rollout, options, workdir, "teacher traces", progress=False)
+        assert set(first) == set(requests) and server.outcomes["ok"] == 3
+        assert all(r["text"] == '{"count": 1}' and r["finish_reason"] == "stop" for r in first.values())
+        results = {p: p.stat().st_mtime_ns for p in (workdir / "results").glob("*.jsonl")}
+
+        # The same job again: read back, no request sent, nothing rewritten.
+        assert run_generation(requests, single_rollout, options, workdir, "teacher traces", progress=False) == first
+        assert server.outcomes["ok"] == 3
+        assert {p: p.stat().st_mtime_ns for p in (workdir / "results").glob("*.jsonl")} == results
+
+        # Another sampling setting, or other requests, in the same folder: refused with the fix, nothing removed.
+        greedy = dataclasses.replace(options, temperature=0.0)
+        with pytest.raises(JobConfigChangedError, match=r"temperature: 0.7 -> 0.0.*pass --overwrite"):
+            run_generation(requests, single_rollout, greedy, workdir, "teacher traces", progress=False)
+        fewer = dict(list(requests.items())[:2])
+        with pytest.raises(JobConfigChangedError, match=r"documents: 3 -> 2; requests: "):
+            run_generation(fewer, single_rollout, options, workdir, "teacher traces", progress=False)
+        assert server.outcomes["ok"] == 3 and set(results) == set((workdir / "results").glob("*.jsonl"))
+
+        # --overwrite: the old run is removed and the new one sends every request.
+        again = run_generation(fewer, single_rollout, greedy, workdir, "teacher traces", progress=False, overwrite=True)
+        assert set(again) == set(fewer) and server.outcomes["ok"] == 5
+    record = json.loads((workdir / "job.json").read_text())
+    assert (record["temperature"], record["documents"]) == (0.0, 2)
