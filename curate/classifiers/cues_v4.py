@@ -42,11 +42,12 @@ V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaini
 # What a "Wait" that abandons something goes on to say: "no" right after it, the thing judged wrong, or a slip named.
 # "Wait, maybe there are no solutions" and "Wait, that might not be helpful" say neither.
 WAIT_REVISES = (
-    r"\s*(a\s+(minute|second|moment)\s*)?[,.!]?\s*(no|nope|not\s+(quite|exactly|so)|let['’]s\s+not|let\s+(me|us)\s+not)\b"
+    r"\s*(a\s+(minute|second|moment)\s*)?[,.!—–]?\s*(no|nope|not\s+(quite|exactly|so)|let['’]s\s+not|let\s+(me|us)\s+not)\b"
     r"|[^\n]{0,40}?\bi\s+think\s+(we|i)\s+(should|are\s+supposed|were\s+supposed|was\s+supposed|need|have)\b"
     r"|[^\n]{0,80}?\b((that|this|it|which|something)\s*(['’]s|is|was|does|do|did|can|could|would)?\s*(not|n['’]t)\s+"
-    r"(be\s+)?(right|correct|work|true|possible|make\s+sense|add\s+up|match)|wrong|mistake|mistaken|error|incorrect|"
-    r"actually|instead|oops|miscalculated|misread|miscounted|misunderstood|messed|forgot|missed|overlooked|scratch|"
+    r"(be\s+)?(right|correct|work|true|possible|make\s+sense|add\s+up|match)|(is|was|are|were)\s+not\s+correct(ly)?|"
+    r"no(?=\s*[,.!;—–])|wrong|mistake|mistaken|error|incorrect|"
+    r"actually|instead|oops|miscalculated|misread|miscounted|misunderstood|messed|forgot|missed|overlooked|dropped|swapped|flipped|mixed\s+up|scratch|"
     r"never\s*mind|backwards|should\s+be|should\s+have|meant)\b"
 )
 # A "Wait" that suspects a slip ("Wait, perhaps I miscounted") checks it, like v3's hedged mistake cues.
@@ -79,10 +80,6 @@ REVISED: dict[str, dict] = {
     "i|we made|'ve a|an * mistake|error|slip": {"unless_before": UNLESS},
     # "there's a mistake in the problem" blames the statement, not the writer's own work.
     "there 's|is|was a|an mistake|error|typo": {"unless_then": IN_THE_PROBLEM},
-    "let me|us|'s try|use|take|consider a|another|some different|new|other? approach|method|way|strategy|idea|tack|"
-    "route|combination": {"as_check": TO_CONFIRM},
-    "try|trying|tried a|another|some different|new|other? approach|method|way|strategy|combination|pairing|route|"
-    "tack": {"as_check": TO_CONFIRM},
 }
 
 
@@ -91,7 +88,16 @@ def _revised(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
     missing = set(REVISED) - found
     if missing:
         raise ValueError(f"cues_v3 has no cue {sorted(missing)}")
-    return tuple(replace(cue, **REVISED[cue.pattern]) if cue.pattern in REVISED else cue for cue in cues)
+    return tuple(_to_confirm(replace(cue, **REVISED[cue.pattern]) if cue.pattern in REVISED else cue) for cue in cues)
+
+
+def _to_confirm(cue: Cue) -> Cue:
+    """Every backtracking cue that ends in a method word ("try another method", "a different approach") reads a
+    method taken to confirm a result as a check."""
+    last = set(cue.pattern.split()[-1].removesuffix("?").split("|"))
+    if cue.behavior == B and cue.as_check is None and last & {"approach", "method", "way", "strategy"}:
+        return replace(cue, as_check=TO_CONFIRM)
+    return cue
 
 
 # The "Wait" that checks, which v3's backtracking cue counted as verification through as_question and as_check.
@@ -115,8 +121,13 @@ ADDED: tuple[Cue, ...] = (
     ),
     Cue(
         B,
-        "there 's|is|was|must be a|an slight|small|minor|subtle|clear|big|serious|careless|sign|arithmetic "
-        "mistake|error|typo",
+        "there 's|is|was a|an slight|small|minor|subtle|clear|big|serious|careless|sign|arithmetic mistake|error|typo",
+        not_in_question=True,
+        unless_then=IN_THE_PROBLEM,
+    ),
+    Cue(
+        B,
+        "there must be a|an mistake|error|typo",
         not_in_question=True,
         unless_then=IN_THE_PROBLEM,
     ),
