@@ -36,6 +36,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.builders.priming_judge import (
+    JUDGE_DIR,
+    VERDICTS,
+    JudgedTrace,
+    JudgeError,
+    JudgeOptions,
+    judge_summary,
+    judge_traces,
+)
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
 from curate.errors import CurateError
 from curate.pipelines.state import STATE
@@ -124,6 +133,9 @@ class PrimingConfig:
     llm: dict | None = None
     # --writer llm: problems sent per missing row in one job, since each job starts a server
     llm_oversample: float = 2.0
+    # --judge-model: JudgeOptions fields (model, backend, endpoint_url, device, concurrency, ...); the LLM judge
+    # then reads every written trace and the card reports its acceptance beside the classifier's
+    judge: dict | None = None
 
     def validate(self) -> None:
         if self.variant not in ALL_VARIANTS:
@@ -158,6 +170,11 @@ class PrimingConfig:
             check_format_score(self.format_score)
         except ValueError as error:
             raise PrimingError(f"--format-score: {error}") from None
+        if self.judge is not None:
+            try:
+                JudgeOptions(**self.judge).validate()
+            except (JudgeError, TypeError) as error:
+                raise PrimingError(str(error)) from None
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -320,7 +337,14 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
         Path(rejects.name).replace(rejects_path)
     for writer in writers.values():
         writer.close()
+    judge = None
+    if config.judge is not None:
+        requested = frozenset(b.value for b in config.requested)
+        rows = judge_traces(written_traces(output), requested, JudgeOptions(**config.judge), output, progress=progress)
+        judge = judge_summary(rows)
     result.stats = dataset_stats(output, result)
+    if judge is not None:
+        result.stats["judge"] = {"model": config.judge["model"], **judge}
     (output / STATE / "stats.json").write_text(json.dumps(result.stats, indent=2))
     write_priming_card(output, config, classifier.name, result, dedup, decontam, benchmarks_dir)
     # After the card: each adds its own report section to it. The question is the Countdown template around
@@ -446,6 +470,24 @@ def _reject(rejects, result: PrimingResult, problem: Problem, split: str, reason
     result.rejected[key] += 1
     rejects.write(json.dumps({"reason": reason, "id": problem_id(problem), "split": split,
                               "numbers": list(problem.numbers), "target": problem.target, "think": think}) + "\n")
+
+
+def written_traces(output: Path) -> list[JudgedTrace]:
+    """Every trace the build wrote, from its files: the kept rows, then the refused traces in rejects/ (a problem
+    that got no trace has none to judge)."""
+    traces = []
+    for path in sorted((output / "data").glob("*.parquet")):
+        table = pq.read_table(path, columns=["id", "extra_info", "numbers", "target", "completion"])
+        for row in table.to_pylist():
+            completion = row["completion"]
+            think = completion[len("<think>\n"): completion.rindex("\n</think>")]
+            traces.append(JudgedTrace(row["id"], row["extra_info"]["split"], True, row["numbers"], row["target"], think))
+    for line in (output / "rejects" / "rejects.jsonl").read_text(encoding="utf-8").splitlines():
+        reject = json.loads(line)
+        if reject["think"] is not None:
+            traces.append(JudgedTrace(reject["id"], reject["split"], False, reject["numbers"], reject["target"],
+                                      reject["think"]))
+    return traces
 
 
 class _PartialParquet:
@@ -603,7 +645,35 @@ def reproduce_command(config: PrimingConfig, output: Path, dedup: bool, decontam
         command += ["--endpoint-url", llm["endpoint_url"]] if llm.get("endpoint_url") else []
         command += ["--temperature", str(llm["temperature"])] if "temperature" in llm else []
         command += ["--max-trace-tokens", str(llm["max_tokens"])] if "max_tokens" in llm else []
+    if config.judge is not None:
+        command += ["--judge-model", str(config.judge["model"])]
+        if config.writer != "llm":  # the writer's options above already name the shared server
+            command += ["--backend", str(config.judge.get("backend", "transformers"))]
+            command += ["--endpoint-url", config.judge["endpoint_url"]] if config.judge.get("endpoint_url") else []
     return shlex.join(command + cleaning_options(dedup, decontam, benchmarks_dir))
+
+
+def judge_section(judge: dict, config: PrimingConfig) -> str:
+    """The card's LLM-judge section: acceptance under the judge per group of traces, and its agreement with the
+    classifier, from the verdict rows."""
+    def rate(part):
+        return f"{100 * part['accepted'] / part['judged']:.1f} %" if part["judged"] else "n/a"
+
+    table = ["| traces | count | judged | accepted by the judge | acceptance | parse failures | request failures |",
+             "|---|---|---|---|---|---|---|"]
+    for key, label in (("all", "all written"), ("kept", "kept by the classifier"), ("refused", "refused by the classifier")):
+        part = judge[key]
+        table.append(f"| {label} | {part['traces']:,} | {part['judged']:,} | {part['accepted']:,} | {rate(part)} | "
+                     f"{part['parse_failures']:,} | {part['request_failures']:,} |")
+    agreement = judge["agreement"]
+    return (f"`{judge['model']}` read every trace the build wrote, with the puzzle's numbers and target, and counted the "
+            "four behaviors; a trace is accepted when it shows exactly the requested ones "
+            f"({', '.join(sorted(b.value for b in config.requested)) or 'none'}). The judge reports and does not choose "
+            "rows; a reply it could not read leaves the trace unjudged.\n\n" + "\n".join(table)
+            + "\n\nAgreement over judged traces: both accept "
+            f"{agreement['both_accept']:,}, only the classifier {agreement['only_classifier']:,}, only the judge "
+            f"{agreement['only_judge']:,}, neither {agreement['neither']:,}. One verdict per trace is in "
+            f"`{JUDGE_DIR}/{VERDICTS}` (counted before any --dedup / --decontam).")
 
 
 def write_priming_card(output: Path, config: PrimingConfig, classifier: str, result: PrimingResult, dedup: bool = False,
@@ -663,6 +733,10 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
             f"was not {'correct' if config.answers == 'correct' else 'a well-formed wrong expression'} by the Countdown "
             "verifier, were refused. " + ("That trace's token count then set the length of filler that replaced it. "
                                          if config.variant == "placeholder_cot" else ""))
+    sections = [("Behavior check", acceptance), ("Splits", "\n".join(split_table)),
+                ("Incorrect answers by failure", failure_table), ("Prose diversity", diversity)]
+    if "judge" in stats:
+        sections.insert(1, ("LLM judge", judge_section(stats["judge"], config)))
     card = render_card(
         card_data,
         summary=f"{stats['kept']:,} Countdown priming examples, variant `{config.variant}`, {config.answers} answers.",
@@ -675,8 +749,7 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                "equation; TinyZero's runs use 0.1), and one prompt, the TinyZero completion prompt, for SFT and RL.",
         parameters=[(k, v) for k, v in vars(config).items()],
         command=reproduce_command(config, output, dedup, decontam, benchmarks_dir),
-        sections=[("Behavior check", acceptance), ("Splits", "\n".join(split_table)),
-                  ("Incorrect answers by failure", failure_table), ("Prose diversity", diversity)],
+        sections=sections,
         fields=FIELDS,
         load=load_snippet(splits),
         limitations=f"Behavior labels come from `{classifier}`, an automatic classifier: a trace it accepts can still "

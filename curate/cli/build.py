@@ -221,12 +221,16 @@ def priming(
     placeholder_for: Annotated[str, typer.Option(help="Variant whose trace length placeholder_cot matches.")] = "all_strategies",
     seed: Annotated[int, typer.Option(help="Seed of problems and phrasing.")] = 0,
     model: Annotated[Optional[str], typer.Option(help="--writer llm: the teacher model (hub name or local dir).")] = None,
-    backend: Annotated[str, typer.Option(help="--writer llm: vllm, endpoint or transformers.")] = "transformers",
+    backend: Annotated[str, typer.Option(help="--writer llm / --judge-model: vllm, endpoint or transformers.")] = "transformers",
     endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
     device: DeviceOption = "auto",
     temperature: Annotated[float, typer.Option(help="--writer llm: sampling temperature of the teacher.", min=0)] = 0.7,
     max_trace_tokens: Annotated[int, typer.Option(help="--writer llm: generation budget per trace.", min=16)] = 2048,
-    concurrency: Annotated[Optional[int], typer.Option(help="--writer llm: requests in flight.", min=1)] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="--writer llm / --judge-model: requests in flight.", min=1)] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Also judge every written trace with this model (LLM judge, "
+                                                       "Countdown prompt with the numbers and target; served by "
+                                                       "--backend/--endpoint-url/--device): the card reports its "
+                                                       "acceptance beside the classifier's.")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the completion).")] = False,
     decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question or completion overlaps these benchmarks (as `curate decontam --against`).")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
@@ -285,6 +289,8 @@ def priming(
             max_dead_ends=max_dead_ends, tokenizer=tokenizer, placeholder_for=placeholder_for,
             llm={"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "temperature": temperature,
                  "max_tokens": max_trace_tokens, "concurrency": concurrency} if writer == "llm" else None,
+            judge={"model": judge_model, "backend": backend, "endpoint_url": endpoint_url, "device": device,
+                   "concurrency": concurrency} if judge_model else None,
         )
         target = output / name if len(variants) > 1 else output
         # Each variant's folder is one dataset; the keys are the priming flow's, so either sees the other's as its own.
@@ -300,6 +306,10 @@ def priming(
         rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "
                      f"accepted {100 * result.acceptance_rate:.1f} % of {result.attempted:,}, accuracy {accuracy} → {target}"))
         rows += [(f"  rejected: {reason}", f"{count:,}") for reason, count in result.rejected.items()]
+        if "judge" in result.stats:
+            judged = result.stats["judge"]["all"]
+            rows.append(("  LLM judge", (f"accepted {judged['accepted']:,} of {judged['judged']:,} judged traces "
+                                         f"({judged['traces'] - judged['judged']:,} unreadable or failed)")))
         rows += [(f"  {label}", value) for label, value in cleaning_rows(target, dedup, decontam)]
     if rows:
         summary("Priming datasets", rows)

@@ -37,6 +37,8 @@ class PrimingParameters(BaseModel):
     llm: dict | None = Field(None, description="writer 'llm': LLMOptions fields (model, backend, endpoint_url, ...); "
                                                "an endpoint's key comes from the worker's environment, never from here.")
     llm_oversample: float = Field(2.0, gt=0)
+    judge: dict | None = Field(None, description="JudgeOptions fields (model, backend, endpoint_url, ...): an LLM judge "
+                                                 "reads every written trace; the card reports its acceptance.")
     cleaning: CleaningParameters = CleaningParameters()
 
     @field_validator("classifier")
@@ -77,7 +79,7 @@ class PrimingParameters(BaseModel):
     def does_remote_io(self) -> bool:
         """A tokenizer fetched from the Hub, or traces written by a remote endpoint."""
         hub_tokenizer = bool(self.tokenizer) and not Path(self.tokenizer).expanduser().is_dir()
-        return hub_tokenizer or (self.llm or {}).get("backend") == "endpoint"
+        return hub_tokenizer or "endpoint" in ((self.llm or {}).get("backend"), (self.judge or {}).get("backend"))
 
 
 def _priming_key(context, arguments: dict) -> str:
