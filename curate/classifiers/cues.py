@@ -326,8 +326,15 @@ def mark_sentences(doc: Doc) -> Doc:
     n = len(doc)
     if n == 0:
         return doc
-    ends = np.isin(doc.to_array("ORTH"), _end_char_ids(doc.vocab))
-    punct = doc.to_array("IS_PUNCT").astype(bool) | ends
+    columns = doc.to_array(["ORTH", "IS_PUNCT", "IS_SPACE"])
+    orth = columns[:, 0]
+    # Binary search in the sorted ids of the sentence-final characters: np.isin sorted every Doc's column (a tenth
+    # of the tagging time).
+    ids = _end_char_ids(doc.vocab)
+    at = np.searchsorted(ids, orth)
+    at[at == len(ids)] = 0
+    ends = ids[at] == orth
+    punct = columns[:, 1].astype(bool) | ends
     # For each token, how many sentence-final characters precede it since the last ordinary token.
     ordinary = np.flatnonzero(~punct)
     ends_before = np.concatenate(([0], np.cumsum(ends)))
@@ -338,14 +345,17 @@ def mark_sentences(doc: Doc) -> Doc:
     starts[0] = 1
     # The tokenizer keeps only a single trailing space on a token: every line break sits in a whitespace
     # token, and the next token that is not whitespace opens a sentence. (Doc.text would build every Token.)
-    space = doc.to_array("IS_SPACE").astype(bool)
+    space = columns[:, 2].astype(bool)
     if space.any():
         strings = doc.vocab.strings
-        orth = doc.to_array("ORTH")
-        breaks = [j for j in np.flatnonzero(space).tolist() if "\n" in strings[int(orth[j])]]
-        if breaks:
+        # Each distinct whitespace text is looked up once, not once per token.
+        spaces = np.flatnonzero(space)
+        kinds = np.unique(orth[spaces])
+        newline = kinds[[("\n" in strings[int(k)]) for k in kinds.tolist()]]
+        breaks = spaces[np.isin(orth[spaces], newline)] if len(newline) else spaces[:0]
+        if len(breaks):
             words = np.flatnonzero(~space)
-            after = np.searchsorted(words, np.asarray(breaks) + 1)
+            after = np.searchsorted(words, breaks + 1)
             starts[words[after[after < len(words)]]] = 1
     # Setting Token.is_sent_start re-checks the whole Doc each time; write the column in one go.
     doc.from_array(["SENT_START"], starts.astype(np.uint64).reshape(-1, 1))  # spaCy's columns are uint64; -1 wraps
