@@ -62,6 +62,7 @@ def option_value(text: str) -> str | None:
         powered = "^" in unit and not re.fullmatch(r"(m|cm|mm|km|ft|in|m/s)\^[23]", unit)  # "4mc^2" is 4 m c^2
         if not powered and (len(unit) > 1 or (unit in SI_LETTERS and re.fullmatch(r"[-+\d.,/ ]+", value))):
             s = value
+    s = re.sub(r"(?<=\d) , (?=\d{3},\d{3}\b)", ",", s)  # MathQA spaces the first separator: "3 , 012,121"
     s = re.sub(r"(?<=\d),(?=\d{3}\b)", "", s)
     s = re.sub(r"(?<=\d)\s+(?=\d{3}\b)", "", s) if re.fullmatch(r"\d{1,3}(\s\d{3})+", s) else s
     s = re.sub(r"\s+", " ", s).strip()

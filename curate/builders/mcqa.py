@@ -432,6 +432,15 @@ GRAVITY_FORCE = re.compile(
     r"|\belevator\b[^.?!]*\baccelerat|\bapparent weight\b|\bfloat(?:s|ing)?\b(?=.*\d\s*N\b)|\d\s*N\b(?=.*\bfloat)", re.I | re.S)
 GRAVITY_GIVEN = re.compile(
     r"\bg\s*=|9\.8|\b10\s*m\s*/\s*s(\^?2|²)|acceleration (due to|of) gravity (is|of|=|as)|\btake g\b", re.I)
+# Questions about how a number is written, not its value.
+FORM_ASKED = re.compile(
+    r"\b(expanded|standard|word|exponential|exponent|factored|scientific) (form|notation)\b|\bprime factori[sz]ation\b"
+    r"|\bfactori[sz]e\b|\busing (exponents|powers)\b|\b(which|what) expression\b|\bexpressions? (that |which )?"
+    r"(shows?|represents?|can be used|could be used|is equivalent)\b|\bone way to\b|\bas a (product|sum) of\b", re.IGNORECASE)
+# Numbers joined by operators, nothing else: a value written out, whose form a value checker does not see.
+CONSTANT_ARITHMETIC = re.compile(
+    r"[\d.\s(){}]*\d[\d.\s(){}]*(?:(?:[-+*^!]|\\times|\\cdot|\\div)[\d.\s(){}!]*)+")
+PAIR_DASH = re.compile(r"\s*\d[\d.,]*\s+-\s+\d[\d.,]*\s*")
 # A polynomial ring over Z_n: its elements have many spellings (-3 is 5 in Z_8) that no checker over Q equates.
 MODULAR_RING = re.compile(r"\bZ_?\{?\d+\}?\s*\[\s*[a-z]\s*\]")
 # Options that point at other options: meaningful only next to them.
@@ -492,6 +501,21 @@ UNITS = sorted({
     "rs", "rs.", "rupees", "games", "matches", "employees", "members", "players", "trees", "cows", "ways", "seats", "tickets", "items",
 }, key=len, reverse=True)
 UNIT_RE = re.compile(r"^(?P<value>.*?[\d}\)a-z])\s*(?P<unit>" + "|".join(re.escape(u) for u in UNITS) + r")\.?$", re.I)
+# SI units with an optional prefix, matched case-sensitively ("mm" is not "Mm", "ms" not "Ms"): "50 μN", "2.5 ns",
+# "42.58 MHz", "2 A", "2.9 T". Only after a space: "3kT" is k times T and "4F" four times F; and "7 pm" is a time.
+SI_BASE = r"(?:mol|Hz|Pa|eV|Wb|Ω|[mgsAVWJNCFTLK])"
+SI_UNIT_RE = re.compile(
+    r"^(?P<value>.*?[\d}\)])\s+(?!pm$|am$)(?P<unit>[pnμmcdkMGT]?" + SI_BASE + r"(?:\^?[23])?(?:/[a-zA-Z]+(?:\^?[23])?)*)$")
+# Digit groups: a first group of 1-3 digits (not led by 0), then ",ddd" groups; MathQA spaces the first comma
+# ("3 , 012,121"), and a group so written counts only when an unspaced one follows ("4 , 2" is a pair).
+DIGIT_GROUPS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: , \d{3}(?=,\d{3}))?(?:,\d{3})+(?![\d]|,\d)")
+TRAILING_CURRENCY = re.compile(r"(?<=\d)\s*(?:\\?\$|€|£|¥)$")
+# Element symbols, to tell a nuclide or formula ("2H", "14N", "6Li", "C3H6O") from a quantity with a unit.
+ELEMENTS = frozenset(re.findall(r"[A-Z][a-z]?", (
+    "HHeLiBeBCNOFNeNaMgAlSiPSClArKCaScTiVCrMnFeCoNiCuZnGaGeAsSeBrKrRbSrYZrNbMoTcRuRhPdAgCdInSnSbTeIXeCsBaLaCePrNdPmSm"
+    "EuGdTbDyHoErTmYbLuHfTaWReOsIrPtAuHgTlPbBiPoAtRnFrRaAcThPaUNpPuAmCmBkCfEsFmMdNoLr")))
+MICRO_SYMBOL = re.compile(r"μ(?!" + SI_BASE + r"(?:/\S+)?\s*$)")
+CHEMICAL = re.compile(r"^\s*\d{0,3}((?:[A-Z][a-z]?\d*)+)[+-]?\s*$")
 CURRENCY_RE = re.compile(r"^\s*(?:\\?\$|rs\s*\.?|inr|usd|€|£|¥)\s*", re.I)
 GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "Delta", "θ": "theta", "λ": "lambda", "μ": "mu",
          "ρ": "rho", "σ": "sigma", "τ": "tau", "φ": "phi", "ω": "omega", "Ω": "Omega"}
@@ -513,12 +537,17 @@ class Answer:
 
 
 def _unicode_math(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text)
-    for a, b in {"–": "-", "—": "-", "−": "-", "×": r" \times ", "÷": r" \div ", "·": r" \cdot ", "π": r"\pi ",
-                 "∞": r"\infty ", "≤": r" \le ", "≥": r" \ge ", "≠": r" \ne ", "∪": r" \cup ", "°": "°"}.items():
+    text = unicodedata.normalize("NFKC", text)  # also the micro sign µ to the letter μ
+    # "5 ⁄ 3" (the fraction slash NFKC makes of "⅓") and "2^4 • 3" were read by math-verify as "3" and "3"
+    for a, b in {"–": "-", "—": "-", "−": "-", "×": r" \times ", "÷": r" \div ", "·": r" \cdot ", "•": r" \cdot ",
+                 "∙": r" \cdot ", "⋅": r" \cdot ", "⁄": "/", "∕": "/", "π": r"\pi ", "∞": r"\infty ", "≤": r" \le ",
+                 "≥": r" \ge ", "≠": r" \ne ", "∪": r" \cup ", "°": "°"}.items():
         text = text.replace(a, b)
+    # μ is the micro prefix of a unit that ends the text ("50 μN", "160 μF"), the symbol mu elsewhere
+    text = MICRO_SYMBOL.sub(r"\\mu ", text)
     for a, b in GREEK.items():
-        text = text.replace(a, "\\" + b + " ")
+        if a != "μ":
+            text = text.replace(a, "\\" + b + " ")
     text = re.sub(r"√\s*\(([^()]*)\)", r"\\sqrt{\1}", text)
     text = re.sub(r"√\s*\{([^{}]*)\}", r"\\sqrt{\1}", text)
     text = re.sub(r"√\s*([\d.]+|[a-zA-Z])", r"\\sqrt{\1}", text)
@@ -526,17 +555,29 @@ def _unicode_math(text: str) -> str:
     return text
 
 
-def normalize_option(text: str, variables: frozenset[str] = frozenset()) -> tuple[str | None, dict]:
+def normalize_option(text: str, variables: frozenset[str] = frozenset(),
+                     subscripts: frozenset[str] = frozenset()) -> tuple[str | None, dict]:
     """LaTeX for an option's value, and what was stripped (`percent`, `unit`, `currency`); None and a
     `reason` in the dict when the option is not a mathematical object. `variables` are the single
-    letters the stem uses as symbols, so that "xp" reads as a product rather than a word."""
+    letters the stem uses as symbols, so that "xp" reads as a product rather than a word; `subscripts` the
+    letter-digit names it uses ("v0", "x1"), which an option's "v0" then means."""
     info: dict = {}
     s = _unicode_math(text).strip().rstrip(".").strip()
     if s.startswith("$") and s.endswith("$") and s.count("$") == 2:
         s = s[1:-1].strip()
+    if (m := CHEMICAL.fullmatch(s)) and set(re.findall(r"[A-Z][a-z]?", m.group(1))) <= ELEMENTS \
+            and not set(re.findall(r"[a-zA-Z]", m.group(1))) <= variables:
+        # "2H" (deuterium) was read as 2 hours: a nuclide or a formula names a substance, not a quantity
+        info["reason"] = f"chemical_symbol: {s[:20]!r} names a nuclide or compound"
+        return None, info
     if CURRENCY_RE.match(s) and re.search(r"\d", s):
         s = CURRENCY_RE.sub("", s, count=1)
         info["currency"] = True
+    elif TRAILING_CURRENCY.search(s):
+        s = TRAILING_CURRENCY.sub("", s)  # "88,000$"
+        info["currency"] = True
+    # Before the units and the sets: "1 / 40,000", "(3,034, 3,466)", "3 , 012,121" each hold one number per group.
+    s = DIGIT_GROUPS.sub(lambda m: m.group(0).replace(" , ", "").replace(",", ""), s)
     if s.lower() in NUMBER_WORDS:
         s = NUMBER_WORDS[s.lower()]
     # "9.8 m/s2", "20 cm3" (also m/s², NFKC-folded to 2): the power of a unit, not a subscript.
@@ -547,12 +588,14 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset()) -> tupl
     elif (m := UNIT_RE.match(s)) and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group("value"))):
         unit = m.group("unit")
         plain_number = re.fullmatch(r"-?[\d.,]+", m.group("value").strip())
-        if len(unit) > 1 or re.search(r"\s" + re.escape(unit) + r"\.?$", s) or (plain_number and unit.lower() in "mgshl°"):
+        # Glued to the number, a single letter is a unit only in lower case (and litre's L): "2H" is not 2 hours.
+        if len(unit) > 1 or re.search(r"\s" + re.escape(unit) + r"\.?$", s) or (plain_number and unit in "mgshlL°"):
             # "130°" kept its sign, and the reward then gave 0 to 130 and to 130^\circ (found in the read sample)
             s, info["unit"] = m.group("value").strip(), "degrees" if unit == "°" else unit
+    elif (m := SI_UNIT_RE.match(s)) and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group("value"))) \
+            and not (len(m.group("unit")) == 1 and m.group("unit") in variables):
+        s, info["unit"] = m.group("value").strip(), m.group("unit")
     s = re.sub(r"\s+", " ", s).strip()
-    if re.fullmatch(r"-?\s*\d{1,3}(,\d{3})+(\.\d+)?", s):
-        s = s.replace(",", "").replace(" ", "")
     if re.fullmatch(r"[^a-zA-Z]+( and [^a-zA-Z]+)+", s):
         s = r"\{" + s.replace(" and ", ", ") + r"\}"
     if m := re.fullmatch(r"(-?)(\d+)\s+(\d+)\s*/\s*(\d+)", s):
@@ -574,11 +617,27 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset()) -> tupl
     if re.search(r"[a-zA-Z][\w_]*\s*:", bare):
         info["reason"] = "gold_not_math: labelled parts"
         return None, info
+    if ";" in bare:
+        # "μ = 15,300; σ = 6300", "18 = p - 4; 22": several answers, of which math-verify grades one
+        info["reason"] = "gold_not_math: several parts"
+        return None, info
+    if m := re.search(r"\d\s+[a-zA-Z]\s+\d", bare):
+        # MathQA's "10 v 2" is 10√2, "2 x 3" a times sign: read as a product with a symbol, both are wrong
+        info["reason"] = f"gold_not_math: a letter between two numbers {m.group(0)!r}"
+        return None, info
     if stray := set(re.findall(r"[a-zA-Z]", bare)) - variables - CONSTANTS:
         # A letter the stem never uses as a symbol is a label or a garbled word ("s : 1300", "C1: (3,3)").
         info["reason"] = f"gold_not_math: symbol {''.join(sorted(stray))!r} not in the question"
         return None, info
+    for name in re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]\d(?!\d)", s):
+        if name not in subscripts:
+            # "3D/(M2-3M)" means M^2 (AQuA writes powers flat); only a name the stem itself uses is a subscript
+            info["reason"] = f"ambiguous_symbol: {name!r} is {name[0]}_{name[1]} or {name[0]}^{name[1]}, not named in the question"
+            return None, info
     s = re.sub(r"(?<![\\a-zA-Z])([a-zA-Z])(\d)(?!\d)", r"\1_\2", s)  # v0 is v_0, not v times 0
+    if (m := re.fullmatch(r"([a-zA-Z])\s*=\s*([^=<>]+)", s)) and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group(2))):
+        # "e = 121" (e was read as Euler's number, and the equation as False), "t = 32": the value asked for
+        s = m.group(2).strip()
     return s, info
 
 
@@ -615,9 +674,14 @@ def stem_variables(stem: str) -> frozenset[str]:
     return frozenset(re.findall(r"(?<![a-zA-Z'])([b-zB-HJ-Z])(?=[\d_^]|(?![\w']))", _unicode_math(stem).replace("\\", " ")))
 
 
-def parse_answer(text: str, variables: frozenset[str] = frozenset()) -> Answer | str:
+def stem_subscripts(stem: str) -> frozenset[str]:
+    """Letter-digit names the stem uses ("v0", "x1", "T2"): an option's "v0" is then v_0."""
+    return frozenset(re.findall(r"(?<![a-zA-Z\d])[a-zA-Z]\d(?![\w])", _unicode_math(stem)))
+
+
+def parse_answer(text: str, variables: frozenset[str] = frozenset(), subscripts: frozenset[str] = frozenset()) -> Answer | str:
     """The option as a gradable answer, or the reason it is not one."""
-    latex, info = normalize_option(text, variables)
+    latex, info = normalize_option(text, variables, subscripts)
     if latex is None:
         return info["reason"]
     if info.get("percent"):
@@ -710,10 +774,17 @@ def convert_item(item: MCItem) -> Converted | Rejected:
         # A stem that names the options by letter ("if A is true …") cannot stand without them.
         if re.search(rf"\b(option|choice|answer)\s*\(?{letter}\)?(?![\w])", stem, re.I):
             return reject(f"stem_depends_on_options: refers to option {letter}")
-    variables = stem_variables(stem)
-    answer = parse_answer(gold_text, variables)
+    if PAIR_DASH.fullmatch(gold_text) and any(PAIR_DASH.fullmatch(t) for k, t in item.options.items() if k != item.gold_letter):
+        # "21 - 61" answers "find the numbers", "652,000 - 628,000" a range: options so written are pairs, not differences
+        return reject(f"ambiguous_dash: options written as {gold_text.strip()[:30]!r} (two numbers, or their difference)")
+    variables, subscripts = stem_variables(stem), stem_subscripts(stem)
+    answer = parse_answer(gold_text, variables, subscripts)
     if isinstance(answer, str):
         return reject(answer)
+    if (m := FORM_ASKED.search(stem)) and CONSTANT_ARITHMETIC.fullmatch(answer.latex):
+        # "2^4 \cdot 3" for a prime factorization, "200000 + 70000 + 200 + 40" for an expanded form: the reward
+        # compares values, so 48, 6 \cdot 8 and 270240 would all score 1
+        return reject(f"form_answer: the question asks for a form ({m.group(0)!r}) that a value checker cannot tell apart")
     if MODULAR_RING.search(stem) and re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", answer.latex)):
         # "(x + 1)(x - 4)(x - 2) in Z_7[x]": (x + 1)(x + 3)(x + 5) is the same answer and a checker over Q rejects it
         return reject(f"modular_answer: a polynomial over {MODULAR_RING.search(stem).group(0)!r}")
@@ -722,10 +793,12 @@ def convert_item(item: MCItem) -> Converted | Rejected:
     for letter, text in item.options.items():
         if letter == item.gold_letter:
             continue
-        other = parse_answer(text, variables)
-        if isinstance(other, Answer) and answer.unit and other.unit and answer.unit.lower() != other.unit.lower():
-            continue  # "25 cm" and "25 m" are different answers once the unit is asked for
+        other = parse_answer(text, variables, subscripts)
         if isinstance(other, Answer) and (verify_parsed(answer.parsed, other.parsed) or verify_parsed(other.parsed, answer.parsed)):
+            if answer.unit and other.unit and answer.unit != other.unit:
+                # "1 nm" against a gold of "1 m": the reward grades the number with or without a unit, so a solver
+                # who answers the distractor with its unit scores 1
+                return reject(f"not_unique: option {letter} {text.strip()[:30]!r} differs from the gold only in its unit")
             return reject(f"not_unique: option {letter} {text.strip()[:30]!r} verifies as the gold {gold_text.strip()[:30]!r}")
     question = rewrite_stem(stem, answer)
     if not question:

@@ -31,16 +31,27 @@ STARTUP_TIMEOUT = 120.0
 _TEXT_COMMANDS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\s*\{([^{}]*)\}")
 _SPACING = re.compile(r"\\[,;:! ]|\\q?quad|~")
 _WORD = re.compile(r"[a-z]{2,}")
-# A number then its unit: "72 clips", "9.8 m/s^2", "20 cm3", "72 km/h". A single letter counts only as a metric unit:
-# "2 x^2" is an expression, not 2 of something.
+# A number then its unit: "72 clips", "9.8 m/s^2", "20 cm3", "72 km/h", "1200 m ^ 2", "50 μN", "0.115 M", "7 kΩ". A
+# single letter counts only as a metric unit (metre, gram, second, litre, hour, kelvin, newton, joule, watt, volt,
+# ampere, coulomb, farad, tesla, molar, ohm): "2 x^2" is an expression, not 2 of something.
 _LEADING_NUMBER = re.compile(
-    r"^(-?\d[\d,]*(?:\.\d+)?)\s+(?:[A-Za-z°]{2,}|[mgslhKNJW](?![A-Za-z]))[A-Za-z°/ ]*(?:\^?\{?[23]\}?|[²³])?(?:/[A-Za-z]+)*$")
+    r"^(-?\d[\d,]*(?:\.\d+)?)\s+(?:[A-Za-z°μΩ]{2,}|[mgslhKNJWVACFTMΩ](?![A-Za-z]))[A-Za-z°μΩ/ ]*"
+    r"(?:\s*\^?\s*\{?[23]\}?|[²³])?(?:/[A-Za-z]+)*$")
 # Digit groups written with thin spaces or braces: "864\,000", "864{,}000".
 _DIGIT_GROUP = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |~)(?=\d{3}\b)")
+# Digit groups written with plain commas inside a larger answer, "1/40,000", "(3,034, 3,466)" (math-verify reads a
+# lone "3,012,121" but not these): a group is 1-3 digits, not led by 0, then one or more ",ddd".
+_COMMA_GROUPS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?![\d]|,\d)")
+# The unicode fraction slash ("5⁄3", what NFKC makes of "⅓") and division slash: math-verify reads only "5".
+_SLASHES = str.maketrans({"\u2044": "/", "\u2215": "/"})
 
 
 def _plain_number(answer: str) -> str:
-    return _DIGIT_GROUP.sub("", answer)
+    return _DIGIT_GROUP.sub("", answer).translate(_SLASHES)
+
+
+def _ungrouped(answer: str) -> str:
+    return _COMMA_GROUPS.sub(lambda m: m.group(0).replace(",", ""), answer)
 
 
 def normalize_text(answer: str) -> str:
@@ -221,7 +232,10 @@ class MathEquivalence:
             # Two words ("tuesday", "qxls"): sympy would read them as commuting products of letters.
             return False
         verdict = self._cache(gold, _plain_number(answer))
-        if verdict is False and (number := _LEADING_NUMBER.match(answer)):
+        if verdict is False and (ungrouped := _ungrouped(_plain_number(answer))) != _plain_number(answer):
+            # Tried second: "(1,234)" may be a pair, and is read as one first.
+            verdict = self._cache(gold, ungrouped)
+        if verdict is False and (number := _LEADING_NUMBER.match(unicodedata.normalize("NFKC", answer))):
             # "72 clips", "9.8 m/s^2": a number followed by a unit math-verify does not know.
             verdict = self._cache(gold, number.group(1))
         return verdict

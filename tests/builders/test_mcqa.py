@@ -5,9 +5,22 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.builders.mcqa import (
-    Answer, Converted, FormatError, MCItem, Rejected, convert_bounded, detect_format,
-    normalize_option, parse_answer, read_items, reason_code, run_mcqa,
+    Answer,
+    Converted,
+    FormatError,
+    MCItem,
+    Rejected,
+    convert_bounded,
+    detect_format,
+    normalize_option,
+    parse_answer,
+    read_items,
+    reason_code,
+    run_mcqa,
+    stem_subscripts,
+    stem_variables,
 )
+from curate.rewards import score
 from curate.rewards.equivalence import parse_latex, verify_parsed
 
 
@@ -232,8 +245,6 @@ def test_read_sample_rules_keep_their_near_misses(shared_data, source, item_id, 
 
 
 def test_degree_golds_lose_their_sign_and_match_the_reward(shared_data):
-    from curate.rewards import score
-
     for source, item_id in [("aqua/test.json", "aqua/test:109"),
                             ("mmlu_math/elementary_mathematics_test.csv", "mmlu_math/elementary_mathematics_test:316")]:
         result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
@@ -266,3 +277,61 @@ def test_independent_check_of_a_sample_of_real_rows(shared_data):
     assert len(checked) >= 0.9 * sum(map(len, verdicts.values())), verdicts
     wrong = {i: v for per_source in verdicts.values() for i, v in per_source.items() if v in ("wrong", "distractor")}
     assert not wrong, wrong
+
+
+# Classes the independent check (bench/mcqa_independent.py) found, on the real rows that showed them: the row's answer,
+# and the option as written in the source, which the reward must accept.
+@pytest.mark.parametrize(("source", "item_id", "answer", "solver"), [
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:277", "1 / 40000", "1/40,000"),  # commas in a fraction
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:1056", "3012121", "3,012,121"),  # MathQA's "3 , 012,121"
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:1237", "5 / 3", "5⁄3"),  # unicode fraction slash
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:2834", "121", "e = 121"),  # e was Euler's number
+    ("mmlu_math/high_school_statistics_test.csv", "mmlu_math/high_school_statistics_test:175", "(3034, 3466)",
+     "(3,034, 3,466)"),
+    ("mmlu_math/high_school_physics_test.csv", "mmlu_math/high_school_physics_test:84", "50", "50 μN"),  # not 50 \mu
+    ("mmlu_math/high_school_mathematics_test.csv", "mmlu_math/high_school_mathematics_test:254", "800000 + 650 D",
+     "650D + 800,000"),
+])
+def test_independent_check_classes_are_fixed(shared_data, source, item_id, answer, solver):
+    result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
+    assert isinstance(result, Converted) and result.answer == answer, result
+    assert score("curate/mcqa_open", "\\boxed{" + solver + "}", result.answer) == 1.0
+    others = [o["text"] for o in result.original_options if o["letter"] != result.gold_letter]
+    assert [score("curate/mcqa_open", "\\boxed{" + o + "}", result.answer) for o in others] == [0.0] * len(others)
+    if item_id.endswith("physics_test:84"):
+        assert result.question.endswith("Express your answer in μN.")
+
+
+@pytest.mark.parametrize(("source", "item_id", "reason"), [
+    ("aqua/test.json", "aqua/test:102", "ambiguous_symbol"),  # "3D/(M2-3M)": M_2 or M^2
+    ("mmlu_stem_qwen/test.jsonl", "mmlu_stem_qwen/test:1395", "chemical_symbol"),  # "2H" was 2 hours
+    ("mmlu_math/elementary_mathematics_test.csv", "mmlu_math/elementary_mathematics_test:232", "form_answer"),  # 2^4 • 3
+    ("mmlu_math/elementary_mathematics_test.csv", "mmlu_math/elementary_mathematics_test:33", "form_answer"),  # expanded
+    ("mmlu_math/elementary_mathematics_val.csv", "mmlu_math/elementary_mathematics_val:15", "form_answer"),  # which expression
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:302", "ambiguous_dash"),  # "21 - 61": the two numbers
+    ("mmlu_math/high_school_statistics_val.csv", "mmlu_math/high_school_statistics_val:16", "ambiguous_dash"),  # a range
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:885", "gold_not_math"),  # "10 v 2" is 10√2
+    ("mmlu_math/high_school_statistics_test.csv", "mmlu_math/high_school_statistics_test:153", "gold_not_math"),  # μ = …; σ = …
+    ("mmlu_math/high_school_physics_test.csv", "mmlu_math/high_school_physics_test:16", "not_unique"),  # 1 nm, 1 μm, 1 mm, 1 m
+])
+def test_golds_the_reward_cannot_check_are_rejected(shared_data, source, item_id, reason):
+    result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
+    assert isinstance(result, Rejected) and reason_code(result.reason) == reason, result
+
+
+def test_a_value_written_as_arithmetic_is_kept_when_the_value_is_asked(shared_data):
+    # "In how many ways ...": 4^5 is the count, and 1024 answers it; only a question about the form rejects it
+    result = convert_bounded(by_id(shared_data / "aqua/dev.json", ["aqua/dev:41"])["aqua/dev:41"])
+    assert isinstance(result, Converted) and result.answer == "4^5"
+
+
+@pytest.mark.parametrize(("option", "stem", "latex", "unit"), [
+    ("2.5 ns", "How long does the pulse last?", "2.5", "ns"),
+    ("2 A", "What current flows?", "2", "A"),
+    ("42.58 MHz", "At what frequency?", "42.58", "MHz"),
+    ("4F", "The force between them is F. What is it now?", "4F", None),  # glued: four times F, not farads
+    ("v0^2/(2d)", "A car at v0 brakes at a constant d. How far does it go?", "v_0^2/(2d)", None),  # v0 named in the stem
+])
+def test_si_units_and_named_subscripts(option, stem, latex, unit):
+    answer = parse_answer(option, stem_variables(stem), stem_subscripts(stem))
+    assert isinstance(answer, Answer) and (answer.latex, answer.unit) == (latex, unit), answer

@@ -75,8 +75,31 @@ def test_math_reward_hand_checked(solution, gold, expected):
     ("\\boxed{25\\%}", "25\\%", 1.0),
     ("\\boxed{9.7 m/s^2}", "9.8", 0.0),
     ("\\boxed{2 x^2}", "2", 0.0),  # a variable, not a unit
+    # SI prefixes and units of the MMLU physics options, the power spaced as MathQA writes it
+    ("\\boxed{1200 m ^ 2}", "1200", 1.0),
+    ("\\boxed{50 μN}", "50", 1.0),
+    ("\\boxed{50 µN}", "50", 1.0),  # the micro sign, not the Greek letter
+    ("\\boxed{7 kΩ}", "7", 1.0),
+    ("\\boxed{0.115 M}", "0.115", 1.0),
+    ("\\boxed{51 μN}", "50", 0.0),
+    ("\\boxed{2 H}", "2", 0.0),  # hydrogen (or henry), not hours: no single-letter unit in upper case but SI's
 ])
 def test_units_are_graded_with_or_without_them(solution, gold, expected):
+    assert score("mcqa_open", solution, gold) == expected
+
+
+@pytest.mark.parametrize("solution, gold, expected", [
+    # Digit-group commas inside a larger answer, and the unicode fraction slash (math-verify reads "5⁄3" as 5): each
+    # scored 0 against its own value before
+    ("\\boxed{1/40,000}", "1 / 40000", 1.0),
+    ("\\boxed{3/40,000}", "1 / 40000", 0.0),
+    ("\\boxed{(3,034, 3,466)}", "(3034, 3466)", 1.0),
+    ("\\boxed{(3,034, 3,467)}", "(3034, 3466)", 0.0),
+    ("\\boxed{(1,234)}", "(1, 234)", 1.0),  # read as a pair first
+    ("\\boxed{5⁄3}", "\\frac{5}{3}", 1.0),
+    ("\\boxed{5⁄4}", "\\frac{5}{3}", 0.0),
+])
+def test_digit_groups_and_fraction_slash(solution, gold, expected):
     assert score("mcqa_open", solution, gold) == expected
 
 
