@@ -11,21 +11,35 @@ fields of `ExecutorOptions`, builds and validates the options, and passes them o
 
 The flags stay those users know (`--executor`, `--slurm-partition`, ...): `FLAGS` maps each field to its
 parameter name, and tests/cli/options_snapshot.json checks that every command keeps them.
+
+The model-server options (backend, endpoint, device, concurrency, parallelism, server flags) and the sampling
+options of the commands that sample a policy were declared in each of those commands too; `server_group` declares
+them once, in the "Model server" panel, and hands the command one ServerOptions (or a job's subclass of it, such
+as the pass-rate filter's SamplingOptions) as `server`, and with `judge=True` the judge's ServerOptions as `judge`:
+
+    @app.command()
+    @executor_group
+    @server_group(config=sampling_config, sampling=True, also=("k",))
+    def filter_passrate(..., model: str, k: int = 8, runs_on: ExecutorOptions, server: SamplingOptions) -> None: ...
 """
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import functools
 import inspect
-from dataclasses import dataclass
+import re
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
 from curate.pipelines.executor_options import ExecutorOptions
 
 EXECUTOR_PANEL = "Executor"
+SERVER_PANEL = "Model server"
 
 
 @dataclass(frozen=True)
@@ -35,29 +49,43 @@ class GroupField:
     default: Any
 
 
-def _option(kind: Any, *flags: str, help: str, **extra) -> Any:
-    return Annotated[kind, typer.Option(*flags, help=help, rich_help_panel=EXECUTOR_PANEL, **extra)]
+def _option(kind: Any, *flags: str, help: str, panel: str = EXECUTOR_PANEL, **extra) -> Any:
+    return Annotated[kind, typer.Option(*flags, help=help, rich_help_panel=panel, **extra)]
 
 
 # ExecutorOptions field -> how the command line spells it. env_command is not an option: it is derived from
 # the virtual environment the command runs in.
 FLAGS: dict[str, GroupField] = {
-    "kind": GroupField("executor", _option(
-        str, "--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array)."), "local"),
-    "ray_address": GroupField("ray_address", _option(
-        Optional[str], help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)."), None),
-    "partition": GroupField("slurm_partition", _option(Optional[str], help="Slurm partition (--executor slurm)."),
-                            None),
+    "kind": GroupField(
+        "executor",
+        _option(str, "--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array)."),
+        "local",
+    ),
+    "ray_address": GroupField(
+        "ray_address", _option(str | None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)."), None
+    ),
+    "partition": GroupField("slurm_partition", _option(str | None, help="Slurm partition (--executor slurm)."), None),
     "time": GroupField("slurm_time", _option(str, help="Slurm time limit per task."), "24:00:00"),
-    "qos": GroupField("slurm_qos", _option(Optional[str], help="Slurm QOS."), None),
-    "dry_run": GroupField("slurm_dry_run", _option(
-        bool, "--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing."), False),
+    "qos": GroupField("slurm_qos", _option(str | None, help="Slurm QOS."), None),
+    "dry_run": GroupField(
+        "slurm_dry_run",
+        _option(bool, "--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing."),
+        False,
+    ),
     "cpus_per_task": GroupField("cpus_per_task", _option(int, help="CPUs reserved per task (ray, slurm).", min=1), 1),
-    "mem_per_cpu_gb": GroupField("mem_per_cpu_gb", _option(
-        float, "--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm)."), 2.0),
-    "gpus_per_task": GroupField("gpus_per_task", _option(
-        int, help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the "
-                  "visible GPUs.", min=0), 0),
+    "mem_per_cpu_gb": GroupField(
+        "mem_per_cpu_gb", _option(float, "--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm)."), 2.0
+    ),
+    "gpus_per_task": GroupField(
+        "gpus_per_task",
+        _option(
+            int,
+            help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the "
+            "visible GPUs.",
+            min=0,
+        ),
+        0,
+    ),
 }
 
 
@@ -69,35 +97,219 @@ def executor_group(command: Callable | None = None, *, without: tuple[str, ...] 
     its value still goes into `runs_on`."""
     if command is None:
         return functools.partial(executor_group, without=without)
-    signature = inspect.signature(command, eval_str=True)
-    if "runs_on" not in signature.parameters:
-        raise TypeError(f"{command.__name__} must take a 'runs_on' parameter to receive the executor options")
-    own = [p for p in signature.parameters.values() if p.name != "runs_on"]
-    declared = {p.name for p in own} & {f.parameter for f in FLAGS.values()}
-    unknown = set(without) - {f.parameter for f in FLAGS.values()}
-    if unknown:
-        raise TypeError(f"not executor options: {', '.join(sorted(unknown))}")
-    added = [inspect.Parameter(f.parameter, inspect.Parameter.KEYWORD_ONLY, annotation=f.annotation, default=f.default)
-             for f in FLAGS.values() if f.parameter not in declared and f.parameter not in without]
+
+    def make(chosen: dict) -> dict:
+        options = ExecutorOptions(**chosen)
+        options.validate()  # an ExecutorConfigError is a CurateError: one line and exit 2 (cli.app)
+        return {"runs_on": options}
+
+    return _with_group(command, ("runs_on",), FLAGS, make, without)
+
+
+def _evaluated(command: Callable, receives: tuple[str, ...]) -> inspect.Signature:
+    """The command's signature with its annotations evaluated, except the names in the annotations of `receives`
+    that its module does not import at run time (a config class imported under TYPE_CHECKING only)."""
+    raw = inspect.signature(command)
+    for name in receives:
+        if name not in raw.parameters:
+            raise TypeError(f"{command.__name__} must take a {name!r} parameter to receive its options")
+    known = getattr(command, "__globals__", {})
+    unresolved = {}
+    for name in receives:
+        annotation = raw.parameters[name].annotation
+        for word in re.findall(r"[A-Za-z_]\w*", annotation if isinstance(annotation, str) else ""):
+            if word not in known and not hasattr(builtins, word):
+                unresolved[word] = object
+    return inspect.signature(command, eval_str=True, locals=unresolved)
+
+
+def _with_group(
+    command: Callable,
+    receives: tuple[str, ...],
+    flags: dict[str, GroupField],
+    make: Callable[[dict], dict],
+    without: tuple[str, ...] = (),
+    taken: dict[str, str] | None = None,
+) -> Callable:
+    """`command` with the parameters of `flags` added, called with the parameters `make({field: value})` returns
+    (`receives`). A flag the command declares itself is left to it, and its value still goes to `make`; so do
+    `taken`'s (field -> a parameter of the command); `without`: flags not offered (their defaults are used)."""
+    signature = _evaluated(command, receives)
+    own = [p for p in signature.parameters.values() if p.name not in receives]
+    names = {p.name for p in own}
+    offered = {f.parameter for f in flags.values()}
+    declared = names & offered
+    if set(without) - offered:
+        raise TypeError(f"not options of this group: {', '.join(sorted(set(without) - offered))}")
+    taken = dict(taken or {})
+    if set(taken.values()) - names:
+        raise TypeError(f"{command.__name__} lacks the parameters {', '.join(sorted(set(taken.values()) - names))}")
+    added = [
+        inspect.Parameter(f.parameter, inspect.Parameter.KEYWORD_ONLY, annotation=f.annotation, default=f.default)
+        for f in flags.values()
+        if f.parameter not in declared and f.parameter not in without
+    ]
     parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
 
     @functools.wraps(command)
-    def with_executor(**values):
-        if "runs_on" in values:  # one command calling another (tag -> tag-llm) hands its options on as they are
+    def with_group(**values):
+        if receives[0] in values:  # one command calling another (tag -> tag-llm) hands its options on as they are
             return command(**values)
-        chosen = {}
-        for name, f in FLAGS.items():
+        chosen = {name: values[parameter] for name, parameter in taken.items()}
+        for name, f in flags.items():
             if f.parameter in declared:
                 chosen[name] = values[f.parameter]
             elif f.parameter in without:
                 chosen[name] = f.default
             else:
                 chosen[name] = values.pop(f.parameter)
-        options = ExecutorOptions(**chosen)
-        options.validate()  # an ExecutorConfigError is a CurateError: one line and exit 2 (cli.app)
-        return command(**values, runs_on=options)
+        return command(**values, **make(chosen))
 
-    del with_executor.__wrapped__  # typer must read the signature below, not the command's own
-    with_executor.__signature__ = signature.replace(parameters=parameters)
-    with_executor.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": signature.return_annotation}
-    return with_executor
+    del with_group.__wrapped__  # typer must read the signature below, not the command's own
+    with_group.__signature__ = signature.replace(parameters=parameters)
+    with_group.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": signature.return_annotation}
+    return with_group
+
+
+def _server(kind: Any, *flags: str, help: str, **extra) -> Any:
+    return _option(kind, *flags, help=help, panel=SERVER_PANEL, **extra)
+
+
+# ServerOptions field -> flag: where the model runs and how its server is started. The model itself is the
+# command's own parameter (`--model`, audit-verifier's `--policy`; required or not), named by server_group(model=).
+SERVER_FLAGS: dict[str, GroupField] = {
+    "backend": GroupField(
+        "backend",
+        _server(
+            str,
+            help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), "
+            "transformers (spawns `transformers serve`).",
+        ),
+        "transformers",
+    ),
+    "endpoint_url": GroupField(
+        "endpoint_url",
+        _server(str | None, help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY."),
+        None,
+    ),
+    "device": GroupField(
+        "device", _server(str, help="--backend transformers: device for `transformers serve`."), "auto"
+    ),
+    "concurrency": GroupField(
+        "concurrency",
+        _server(int | None, help="Requests in flight (default: vllm 256, endpoint 32, transformers 4).", min=1),
+        None,
+    ),
+    "tp": GroupField("tp", _server(int, help="vLLM tensor parallelism.", min=1), 1),
+    "dp": GroupField("dp", _server(int, help="vLLM data parallelism.", min=1), 1),
+    "server_args": GroupField(
+        "server_arg",
+        _server(
+            list[str] | None,
+            help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9",
+        ),
+        None,
+    ),
+}
+
+# The sampling fields of a job's ServerOptions subclass (the pass-rate filter's SamplingOptions) -> flag.
+SAMPLING_FLAGS: dict[str, GroupField] = {
+    "temperature": GroupField("temperature", _server(float, help="Sampling temperature.", min=0), 1.0),
+    "top_p": GroupField("top_p", _server(float, help="Nucleus sampling."), 1.0),
+    "max_tokens": GroupField("max_tokens", _server(int, help="Generation budget per sample.", min=1), 1024),
+    "system": GroupField("system", _server(str | None, help="System message before every prompt."), None),
+}
+
+# A judge's server (an LLM judge, an LLM classifier) where it is not the policy's: its model, and its backend and
+# URL where they differ. Its other settings (device, concurrency, parallelism, server flags) are the policy's.
+JUDGE_FLAGS: dict[str, GroupField] = {
+    "model": GroupField(
+        "judge_model",
+        _server(
+            str | None,
+            help="The judge's model (hub name or local directory). It runs on the policy's server "
+            "settings unless --judge-backend / --judge-endpoint-url say otherwise.",
+        ),
+        None,
+    ),
+    "backend": GroupField("judge_backend", _server(str | None, help="The judge's backend (default: --backend)."), None),
+    "endpoint_url": GroupField(
+        "judge_endpoint_url",
+        _server(
+            str | None,
+            help="--backend endpoint: the judge's base URL (default: --endpoint-url, when the judge "
+            "runs on the policy's backend).",
+        ),
+        None,
+    ),
+}
+
+
+def server_args(items: list[str] | None) -> dict:
+    """--server-arg KEY=VALUE (or a bare KEY, a flag) -> {KEY: VALUE or True}."""
+    parsed = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        parsed[key.strip().lstrip("-")] = value if sep else True
+    return parsed
+
+
+def judge_server(policy, model: str | None, backend: str | None = None, endpoint_url: str | None = None):
+    """The judge's ServerOptions: the server part of the policy's (`policy.server`) with the judge's model, and its
+    backend and URL where given (a judge on another backend does not take the policy's URL); None without a model."""
+    if model is None:
+        return None
+    server = policy.server
+    backend = backend or server.backend
+    url = endpoint_url or (server.endpoint_url if backend == server.backend else None)
+    return dataclasses.replace(server, model=model, backend=backend, endpoint_url=url)
+
+
+def server_options(**fields):
+    """A plain ServerOptions, imported when the command runs: curate.pipelines.llm imports datatrove."""
+    from curate.pipelines.llm.server import ServerOptions
+
+    return ServerOptions(**fields)
+
+
+def server_group(
+    command: Callable | None = None,
+    *,
+    config: Callable[..., Any] = server_options,
+    model: str = "model",
+    sampling: bool = False,
+    judge: bool = False,
+    also: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
+) -> Callable:
+    """Adds the model-server options to `command` (with `sampling`, the sampling options too) and calls it with
+    `server=config(**fields)`: a ServerOptions or a job's subclass of it. With `judge`, also the judge's flags, and
+    `judge=` the judge's ServerOptions (judge_server), or None when no --judge-model is given.
+
+    Not validated here: a command that may run no model (audit-verifier on --pairs) takes the options too, and
+    every job validates its options before a server starts. `model`: the command's own parameter holding the model;
+    `also`: more of the command's own parameters that are fields of `config` (k, instruction, prompt_format);
+    `without`: options the command does not offer (their defaults are used).
+
+    Put it below `executor_group`: the config class is imported only when the command runs."""
+    if command is None:
+        return functools.partial(
+            server_group, config=config, model=model, sampling=sampling, judge=judge, also=also, without=without
+        )
+    flags = SERVER_FLAGS | (SAMPLING_FLAGS if sampling else {})
+    judging = {f"judge.{name}": f for name, f in JUDGE_FLAGS.items()} if judge else {}
+
+    def make(chosen: dict) -> dict:
+        asked = {name.removeprefix("judge."): chosen.pop(name) for name in judging}
+        chosen["server_args"] = server_args(chosen["server_args"])
+        server = config(**chosen)
+        return {"server": server, **({"judge": judge_server(server, **asked)} if judge else {})}
+
+    return _with_group(
+        command,
+        ("server", "judge") if judge else ("server",),
+        flags | judging,
+        make,
+        without,
+        {"model": model, **{name: name for name in also}},
+    )

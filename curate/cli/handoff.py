@@ -4,36 +4,29 @@ audit-policy, handoff, publish."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group
+from curate.cli.groups import executor_group, server_group
 from curate.cli.options import (
-    BackendOption,
-    ClassifierOption,
-    ConcurrencyOption,
-    DataParallelOption,
-    DeviceOption,
-    EndpointOption,
-    MaxTokensOption,
     OverwriteOption,
-    ServerArgOption,
     SystemOption,
     Tasks,
-    TemperatureOption,
-    TensorParallelOption,
-    TopPOption,
     Workers,
     claim_output,
     fail,
-    sampling_options,
+    sampling_config,
     summary,
     up_to_date,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+
+if TYPE_CHECKING:  # imported when a command runs: both import datatrove
+    from curate.handoff.passrate import SamplingOptions
+    from curate.pipelines.llm.server import ServerOptions
 
 
 @app.command()
@@ -43,8 +36,8 @@ def publish(
     private: Annotated[bool, typer.Option(help="Create the repo private (an existing repo keeps its visibility).")] = False,
     dry_run: Annotated[bool, typer.Option(help="Validate and list what would be uploaded; upload nothing.")] = False,
     include_rejects: Annotated[bool, typer.Option(help="Upload rejects/ (records dropped, with reasons) too.")] = True,
-    endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")] = None,
-    message: Annotated[Optional[str], typer.Option(help="Commit message.")] = None,
+    endpoint: Annotated[str | None, typer.Option(help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")] = None,
+    message: Annotated[str | None, typer.Option(help="Commit message.")] = None,
 ) -> None:
     """Check a dataset (loads with `datasets`; card metadata license, task_categories, size_categories,
     configs) and push it to the Hugging Face Hub as one commit. The token comes from HF_TOKEN and is never printed.
@@ -86,9 +79,9 @@ def export_dataset(
     dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet) or parquet file/folder.")],
     to: Annotated[str, typer.Option("--to", help="verl | trl | openrlhf | sft | cpt")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (OUTPUT/data/SPLIT-*.parquet).")],
-    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own "
+    instruction: Annotated[str | None, typer.Option(help="Appended to every prompt; default: the reward's own "
                                                       "answer-format instruction; '' for none.")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System message put before every prompt.")] = None,
+    system: Annotated[str | None, typer.Option(help="System message put before every prompt.")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Export a built dataset for a trainer: verl, TRL (GRPO), OpenRLHF, SFT {query, completion} or CPT text.
@@ -133,33 +126,34 @@ def reward_path() -> None:
 
 
 @app.command("audit-verifier")
+@server_group(config=sampling_config, model="policy", sampling=True, judge=True, also=("k",))
 def audit_verifier(
-    pairs: Annotated[Optional[list[Path]], typer.Option(help="Labeled pairs, jsonl or parquet (repeatable): the hand-built "
+    pairs: Annotated[list[Path] | None, typer.Option(help="Labeled pairs, jsonl or parquet (repeatable): the hand-built "
                      "{id, gold, candidate, equivalent} file, GSM8K example_model_solutions.jsonl, Sky-T1 traces, a "
                      "PRM800K stepwise-critic parquet, or any table (see --pairs-format).")] = None,
     pairs_format: Annotated[str, typer.Option(help="auto | pairs | table | gsm8k | skythought | prm800k.")] = "auto",
     response_key: Annotated[str, typer.Option(help="table: the column holding the model response.")] = "response",
     gold_key: Annotated[str, typer.Option(help="table: the column holding the gold answer.")] = "gold",
     label_key: Annotated[str, typer.Option(help="table: the reference correctness label (true/false, 1/0).")] = "label",
-    id_key: Annotated[Optional[str], typer.Option(help="table: the id column (default: FILE/LINE).")] = None,
-    group_key: Annotated[Optional[str], typer.Option(help="table: responses to one problem share it; the bootstrap "
+    id_key: Annotated[str | None, typer.Option(help="table: the id column (default: FILE/LINE).")] = None,
+    group_key: Annotated[str | None, typer.Option(help="table: responses to one problem share it; the bootstrap "
                          "resamples groups.")] = None,
-    reward: Annotated[Optional[list[str]], typer.Option(help="Registered reward (data_source or short name); repeat to "
+    reward: Annotated[list[str] | None, typer.Option(help="Registered reward (data_source or short name); repeat to "
                       "compare several side by side (math, mathverify-plain, boxed-exact, last-number).")] = None,
-    by_behavior: Annotated[Optional[str], typer.Option("--by-behavior", help="Classifier that tags each response "
+    by_behavior: Annotated[str | None, typer.Option("--by-behavior", help="Classifier that tags each response "
                            "(cues, llm, distilled:DIR, a versioned name): precision/recall with and without each "
                            "behavior.")] = None,
-    report: Annotated[Optional[Path], typer.Option(help="Write every figure as JSON (by_behavior, by_length, per reward).")] = None,
-    plot: Annotated[Optional[Path], typer.Option(help="Recall with/without per behavior and by length quartile, PNG "
+    report: Annotated[Path | None, typer.Option(help="Write every figure as JSON (by_behavior, by_length, per reward).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Recall with/without per behavior and by length quartile, PNG "
                     "(default: next to --report).")] = None,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95 % intervals.", min=100)] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    verdicts: Annotated[Optional[Path], typer.Option(help="Write each pair's verdict (id, verdict true/false/null).")] = None,
+    verdicts: Annotated[Path | None, typer.Option(help="Write each pair's verdict (id, verdict true/false/null).")] = None,
     threads: Annotated[int, typer.Option(help="Pairs scored at the same time.", min=1)] = 4,
     show: Annotated[int, typer.Option(help="Slowest cases and wrong verdicts to list.", min=0)] = 10,
-    policy: Annotated[Optional[str], typer.Option(help="On-policy: sample this model (hub name or local directory) on "
+    policy: Annotated[str | None, typer.Option(help="On-policy: sample this model (hub name or local directory) on "
                       "--problems and audit the rewards on its own responses, instead of --pairs.")] = None,
-    problems: Annotated[Optional[Path], typer.Option(help="On-policy: a built dataset (question, answer, data_source) or "
+    problems: Annotated[Path | None, typer.Option(help="On-policy: a built dataset (question, answer, data_source) or "
                         "a jsonl/parquet file with question and answer columns.")] = None,
     k: Annotated[int, typer.Option(help="On-policy: responses per problem.", min=1)] = 8,
     n: Annotated[int, typer.Option(help="On-policy: at most this many problems (-1: all).", min=-1)] = -1,
@@ -167,26 +161,17 @@ def audit_verifier(
     answer_key: Annotated[str, typer.Option(help="On-policy, jsonl/parquet problems: the gold answer column.")] = "answer",
     data_source: Annotated[str, typer.Option(help="On-policy, jsonl/parquet problems: the reward whose answer-format "
                            "instruction the prompt gets.")] = "curate/math",
-    judge_model: Annotated[Optional[str], typer.Option(help="On-policy: also label every response with this LLM judge "
-                           "(prompts/judge_v1), on the same backend settings.")] = None,
-    judge_endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: the judge's URL (default "
-                                  "--endpoint-url).")] = None,
-    judge_max_tokens: Annotated[int, typer.Option(help="The judge's answer budget.", min=1)] = 512,
+    judge_max_tokens: Annotated[int, typer.Option(help="On-policy, with --judge-model: the LLM judge's answer "
+                                                  "budget.", min=1)] = 512,
     label: Annotated[str, typer.Option(help="On-policy reference label: strict (last \\boxed{} by math-verify), llm "
                      "(the judge), agree (only responses both label alike).")] = "strict",
     output: Annotated[Path, typer.Option("--output", "-o", help="On-policy: samples, verdicts and report (a rerun "
                       "reuses them).")] = Path("verifier-audit"),
-    backend: BackendOption = "transformers",
-    endpoint_url: EndpointOption = None,
-    temperature: TemperatureOption = 1.0,
-    top_p: TopPOption = 1.0,
-    max_tokens: MaxTokensOption = 1024,
-    system: SystemOption = None,
-    device: DeviceOption = "auto",
-    concurrency: ConcurrencyOption = None,
-    tp: TensorParallelOption = 1,
-    dp: DataParallelOption = 1,
-    server_arg: ServerArgOption = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="On-policy: --output holds samples or LLM verdicts "
+                                            "made with other settings: remove them, then sample and judge again.")] = False,
+    *,
+    server: SamplingOptions,
+    judge: ServerOptions | None,
 ) -> None:
     """Measure rewards' precision and recall on labeled pairs, overall, per answer type, by response length and,
     with --by-behavior, with and without each behavior (bootstrap 95 % intervals); warn when recall < 0.95.
@@ -205,10 +190,15 @@ def audit_verifier(
             --label-key correct --group-key problem_id --reward curate/multihop --verdicts verdicts.jsonl
 
     On-policy: the policy's own k responses per problem, labeled by the strict judge (and an LLM judge with
-    --judge-model), tagged with --by-behavior (default cues), same tables and --report layout:
+    --judge-model), tagged with --by-behavior (default cues), same tables and --report layout. The judge runs on
+    the policy's server settings (--backend, --device, --tp, ...) unless --judge-backend / --judge-endpoint-url
+    name its own:
 
         curate audit-verifier --policy Qwen/Qwen2.5-1.5B-Instruct --problems datasets/multihop --k 8 --n 200 \\
             --reward math --reward mathverify-plain --backend vllm -o audits/onpolicy
+
+        curate audit-verifier --policy Qwen/Qwen2.5-1.5B-Instruct --problems datasets/multihop --backend vllm \\
+            --judge-model gpt-4o-mini --judge-backend endpoint --judge-endpoint-url https://api.openai.com/v1 -o audits/op
     """
     import json
 
@@ -232,14 +222,12 @@ def audit_verifier(
         from curate.errors import CurateError
         from curate.handoff.onpolicy_audit import ProblemColumns, judge_options, run_onpolicy_audit
 
-        options = sampling_options(policy, k, backend, endpoint_url, temperature, top_p, max_tokens, None, system,
-                                   device, concurrency, tp, dp, server_arg)
-        judge = judge_options(options, judge_model, judge_max_tokens, judge_endpoint_url) if judge_model else None
         try:
-            onpolicy = run_onpolicy_audit(problems, output, options, rewards, by_behavior, limit=n,
-                                          columns=ProblemColumns(question_key, answer_key, id_key),
-                                          data_source=data_source, judge=judge, label=label, resamples=bootstrap,
-                                          seed=seed, threads=threads)
+            onpolicy = run_onpolicy_audit(problems, output, server, rewards, by_behavior, limit=n,
+                                          columns=ProblemColumns(question_key, answer_key, id_key), data_source=data_source,
+                                          judge=judge_options(server, judge, judge_max_tokens) if judge else None,
+                                          label=label, resamples=bootstrap,
+                                          seed=seed, threads=threads, overwrite=overwrite)
         except CurateError as error:
             fail(str(error))
         figures, results, rejects = onpolicy.report, onpolicy.results, onpolicy.labeled.rejects
@@ -302,7 +290,7 @@ def audit_verifier(
     row("ALL", lambda f: f["overall"])
     if by_behavior:
         for b in figures["by_behavior"]:
-            star = lambda f, b=b: " *" if f["by_behavior"][b]["difference"]["recall"]["excludes_zero"] else ""  # noqa: E731
+            star = lambda f, b=b: " *" if f["by_behavior"][b]["difference"]["recall"]["excludes_zero"] else ""
             row(f"{b}: with", lambda f, b=b: f["by_behavior"][b]["present"], star)
             row(f"{b}: without", lambda f, b=b: f["by_behavior"][b]["absent"])
     for q in ("Q1", "Q2", "Q3", "Q4"):
@@ -347,29 +335,21 @@ def audit_verifier(
 
 @app.command("filter-passrate")
 @executor_group
+@server_group(config=sampling_config, sampling=True, also=("k", "instruction"))
 def filter_passrate(
     dataset: Annotated[Path, typer.Option(help="Built dataset with RL columns (question, data_source, ground truth).")],
     model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Filtered dataset (OUTPUT/data), samples (OUTPUT/rates).")],
     k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 8,
     band: Annotated[str, typer.Option(help="LOW,HIGH: keep prompts whose pass rate is strictly inside.")] = "0,1",
-    backend: BackendOption = "transformers",
-    endpoint_url: EndpointOption = None,
-    temperature: TemperatureOption = 1.0,
-    top_p: TopPOption = 1.0,
-    max_tokens: MaxTokensOption = 1024,
-    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
-    system: SystemOption = None,
-    device: DeviceOption = "auto",
-    concurrency: ConcurrencyOption = None,
-    tp: TensorParallelOption = 1,
-    dp: DataParallelOption = 1,
-    server_arg: ServerArgOption = None,
+    instruction: Annotated[str | None, typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
     limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
     tasks: Tasks = 1,
     workers: Workers = 1,
     overwrite: OverwriteOption = False,
+    *,
     runs_on: ExecutorOptions = LOCAL,
+    server: SamplingOptions,
 ) -> None:
     """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
 
@@ -383,23 +363,22 @@ def filter_passrate(
         curate filter-passrate --dataset /shared/math --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 16 --gpus-per-task 1 --executor slurm --slurm-partition gpu -o /shared/math-pr
     """
     from curate.handoff.passrate import parse_band, run_passrate_filter
-
-    options = sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system,
-                                device, concurrency, tp, dp, server_arg)
     from curate.pipelines.state import folder_signature
 
     # The samples depend on the dataset and the sampling options; --band only selects among them. So the dataset's
     # files are a parameter (a changed dataset is another dataset: refused, or --overwrite drops the stale samples)
     # and the band is the input: another band reselects, keeping the samples (rates/, .curate/, rejects/prompts).
+    # --server-arg as it was typed (a list, or None), so that folders claimed before the server group still match.
+    server_arg = [key if value is True else f"{key}={value}" for key, value in server.server_args.items()] or None
     what = {"dataset": dataset.resolve(), "dataset_contents": folder_signature(dataset), "model": model, "k": k,
-            "backend": backend, "endpoint_url": endpoint_url, "temperature": temperature, "top_p": top_p,
-            "max_tokens": max_tokens, "instruction": instruction, "system": system, "server_arg": server_arg,
-            "limit": limit}
+            "backend": server.backend, "endpoint_url": server.endpoint_url, "temperature": server.temperature,
+            "top_p": server.top_p, "max_tokens": server.max_tokens, "instruction": instruction, "system": server.system,
+            "server_arg": server_arg, "limit": limit}
     claim = claim_output(output, "filter-passrate", what, inputs={"band": band}, overwrite=overwrite,
                          keep=("rates", ".curate", "rejects"))
     if claim.up_to_date:
         return up_to_date(output)
-    result = run_passrate_filter(dataset, output, options, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
+    result = run_passrate_filter(dataset, output, server, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
                                  executor=runs_on)
     claim.finish()
     sampling = result.sampling
@@ -412,33 +391,28 @@ def filter_passrate(
 
 
 @app.command("audit-policy")
+@server_group(config=sampling_config, sampling=True, judge=True, also=("k", "prompt_format"))
 def audit_policy(
-    model: Annotated[Optional[str], typer.Option(help="The policy: hub name or local directory (or --checkpoints).")] = None,
+    model: Annotated[str | None, typer.Option(help="The policy: hub name or local directory (or --checkpoints).")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Report, samples and prompts.")] = Path("policy-audit"),
-    task: Annotated[Optional[str], typer.Option(help="Generated task: countdown (default unless --dataset).")] = None,
-    dataset: Annotated[Optional[Path], typer.Option(help="Prompts from a built dataset with RL columns instead of a task.")] = None,
+    task: Annotated[str | None, typer.Option(help="Generated task: countdown (default unless --dataset).")] = None,
+    dataset: Annotated[Path | None, typer.Option(help="Prompts from a built dataset with RL columns instead of a task.")] = None,
     n: Annotated[int, typer.Option(help="Prompts.", min=1)] = 200,
     k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the generated task prompts.")] = 0,
-    classifier: ClassifierOption = "cues",
-    backend: BackendOption = "transformers",
-    endpoint_url: EndpointOption = None,
-    temperature: TemperatureOption = 1.0,
-    top_p: TopPOption = 1.0,
-    max_tokens: MaxTokensOption = 1024,
-    system: SystemOption = None,
-    device: DeviceOption = "auto",
-    concurrency: ConcurrencyOption = None,
-    tp: TensorParallelOption = 1,
-    dp: DataParallelOption = 1,
-    server_arg: ServerArgOption = None,
-    checkpoints: Annotated[Optional[str], typer.Option(help="A glob of checkpoint directories of one training run "
+    classifier: Annotated[str, typer.Option("--classifier", "-c", help="Labels the behaviors of every response: a "
+                                            "batch classifier (cues, distilled:DIR, a versioned name), or llm_v1 / "
+                                            "cascade_v1 in-line on the model --judge-model names.")] = "cues",
+    checkpoints: Annotated[str | None, typer.Option(help="A glob of checkpoint directories of one training run "
                                                        "('ckpts/step_*'): one audit each, in step order, into "
                                                        "OUTPUT/<checkpoint>, and plots of behaviors and accuracy over "
                                                        "steps.")] = None,
     prompt_format: Annotated[str, typer.Option(help="chat (messages, /v1/chat/completions) or tinyzero (the raw "
                                                "TinyZero completion prompt through /v1/completions, for base "
                                                "models).")] = "chat",
+    *,
+    server: SamplingOptions,
+    judge: ServerOptions | None,
 ) -> None:
     """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy.
 
@@ -449,33 +423,37 @@ def audit_policy(
         curate audit-policy --model Qwen/Qwen2.5-1.5B-Instruct --dataset datasets/math --n 100 --k 4 --device cpu
 
         curate audit-policy --checkpoints 'ckpts/step_*' --prompt-format tinyzero --task countdown --n 200 --backend vllm -o audits/run1
-    """
-    import dataclasses
 
+    With --classifier llm_v1 (or cascade_v1) the responses are labeled in-line by the model --judge-model names,
+    through `curate tag-llm`'s job (OUTPUT/tags/). That judge runs on the policy's server settings (--backend,
+    --endpoint-url, --device, --tp, ...) unless --judge-backend / --judge-endpoint-url name its own:
+
+        curate audit-policy --model Qwen/Qwen2.5-3B --backend vllm --classifier llm_v1 \\
+            --judge-model Qwen/Qwen2.5-32B-Instruct --judge-backend endpoint --judge-endpoint-url http://judge:8000/v1
+    """
     from curate.handoff.policy_audit import run_checkpoint_sweep, run_policy_audit
 
     if (model is None) == (checkpoints is None):
         fail("give the policy as --model M, or a training run's checkpoints as --checkpoints 'ckpts/step_*'")
-    options = sampling_options(model or "checkpoint", k, backend, endpoint_url, temperature, top_p, max_tokens, None,
-                                system, device, concurrency, tp, dp, server_arg)
-    options = dataclasses.replace(options, prompt_format=prompt_format)
     audit = {"task": task or (None if dataset else "countdown"), "dataset": dataset, "n": n, "seed": seed,
-             "classifier": classifier}
-    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+             "classifier": classifier, "judge": judge}
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"
     if checkpoints is not None:
-        sweep = run_checkpoint_sweep(checkpoints, output, options, **audit)
+        sweep = run_checkpoint_sweep(checkpoints, output, server, **audit)
         rows = [(f"step {step}", f"accuracy {pct(a.accuracy)}; " + ", ".join(
                     f"{b} {pct(r.rate)} / {'-' if r.mean_count is None else f'{r.mean_count:.2f}'}"
                     for b, r in a.behaviors.items())) for step, a in zip(sweep.steps, sweep.audits)]
         rows += [("plot", str(output / "behaviors_over_steps.png")), ("report", str(output / "README.md"))]
         return summary(f"Behaviors over {len(sweep.steps)} checkpoints of {checkpoints} (share / mean count)", rows)
-    result = run_policy_audit(output, options, **audit)
+    result = run_policy_audit(output, server, **audit)
     rows = [("samples / prompts", f"{result.samples:,} / {result.prompts:,}"),
             ("accuracy", f"{pct(result.accuracy)} ({result.correct:,} / {result.scored:,} scored)"),
             ("cut at the token limit / empty / request errors", f"{result.truncated:,} / {result.empty:,} / {result.request_errors:,}"),
-            ("samples without behavior labels", f"{result.unlabelled:,}")]
-    rows += [(f"{b}", f"{pct(r.rate)} of outputs, {'-' if r.mean_count is None else f'{r.mean_count:.2f}'} per output; "
-                      f"accuracy {pct(r.accuracy_with)} with, {pct(r.accuracy_without)} without")
+            ("samples without behavior labels", f"{result.unlabelled:,}" + (
+                " (" + ", ".join(f"{why}: {count:,}" for why, count in result.unlabelled_reasons.items()) + ")"
+                if result.unlabelled else ""))]
+    rows += [(f"{b}", (f"{pct(r.rate)} of outputs, {'-' if r.mean_count is None else f'{r.mean_count:.2f}'} per output; "
+                      f"accuracy {pct(r.accuracy_with)} with, {pct(r.accuracy_without)} without"))
              for b, r in result.behaviors.items()]
     rows.append(("report", str(output / "README.md")))
     summary(f"Behavior audit of {model} on {result.task} ({result.classifier})", rows)
@@ -486,7 +464,7 @@ def handoff(
     dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet).")],
     trainer: Annotated[str, typer.Option(help="verl | trl")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Kit directory: exports, config/scripts, README.md.")],
-    instruction: Annotated[Optional[str], typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
+    instruction: Annotated[str | None, typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
     system: SystemOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:

@@ -4,7 +4,7 @@ group of their own: curate.cli.groups)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -12,12 +12,11 @@ from rich.table import Table
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import console
 
-
 SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
 
 
 InputOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--input", "-i", help="File, directory, glob ('corpus/*.jsonl') or Hugging Face dataset 'hf:ORG/NAME'."),
 ]
 
@@ -173,8 +172,8 @@ def cleaning_rows(output: Path, dedup: bool, decontam: str | None) -> list[tuple
     rows = []
     if dedup:
         report = json.loads((output / ".curate" / "dedup.json").read_text())
-        rows.append(("duplicates removed", f"{report['exact_removed']:,} exact, {report['near_removed']:,} near "
-                                           f"(of {report['read']:,})"))
+        rows.append(("duplicates removed", (f"{report['exact_removed']:,} exact, {report['near_removed']:,} near "
+                                           f"(of {report['read']:,})")))
     if decontam:
         report = json.loads((output / ".curate" / "decontam.json").read_text())
         hits = ", ".join(f"{name} {n:,}" for name, n in report["hits"].items()) or "none"
@@ -182,45 +181,15 @@ def cleaning_rows(output: Path, dedup: bool, decontam: str | None) -> list[tuple
     return rows
 
 
-def sampling_options(model, k, backend, endpoint_url, temperature, top_p, max_tokens, instruction, system, device,
-                      concurrency, tp, dp, server_arg):
+def sampling_config(**fields):
+    """The pass-rate filter's SamplingOptions (the policy's ServerOptions plus how it is sampled), for
+    `server_group(config=...)`: imported when a command runs, since curate.handoff.passrate imports datatrove."""
     from curate.handoff.passrate import SamplingOptions
 
-    server_args = {}
-    for item in server_arg or []:
-        key, sep, value = item.partition("=")
-        server_args[key.strip().lstrip("-")] = value if sep else True
-    return SamplingOptions(model=model, k=k, backend=backend, endpoint_url=endpoint_url, temperature=temperature,
-                           top_p=top_p, max_tokens=max_tokens, instruction=instruction, system=system, device=device,
-                           concurrency=concurrency, tp=tp, dp=dp, server_args=server_args)
+    return SamplingOptions(**fields)
 
 
-BackendOption = Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")]
-
-
-EndpointOption = Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")]
-
-
-ServerArgOption = Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable.")]
-
-
-# Sampling options shared by the commands that sample a policy (filter-passrate, audit-policy).
-TemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.", min=0)]
-
-
-TopPOption = Annotated[float, typer.Option(help="Nucleus sampling.")]
-
-
-MaxTokensOption = Annotated[int, typer.Option(help="Generation budget per sample.", min=1)]
-
-
-SystemOption = Annotated[Optional[str], typer.Option(help="System message before every prompt.")]
-
-
-ConcurrencyOption = Annotated[Optional[int], typer.Option(help="Requests in flight.", min=1)]
-
-
-TensorParallelOption = Annotated[int, typer.Option(help="vLLM tensor parallelism.", min=1)]
+SystemOption = Annotated[str | None, typer.Option(help="System message before every prompt.")]
 
 
 DataParallelOption = Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)]

@@ -17,7 +17,8 @@ Reference judges:
 `label` picks the reference: strict, llm, or agree (only the responses both judges label the same way; the others
 are left out and counted).
 
-Output layout (a rerun with the same settings reuses every file; nothing is sampled or judged twice):
+Output layout (a rerun with the same settings reuses every file, nothing is sampled or judged twice; other
+sampling or judge settings are refused with the fix, and `overwrite` samples and judges again):
     OUT/problems/data/train-00000.parquet  the problems of a jsonl/parquet file as RL rows (a built dataset is read
                                            in place)
     OUT/rates/, OUT/.curate/               the sampling's own shards, checkpoints, logs and configuration
@@ -50,6 +51,9 @@ from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.handoff.passrate import SamplingOptions, row_key, run_sampling
 from curate.handoff.verifier_audit import Pair, answer_type
+from curate.pipelines.executors import LOCAL
+from curate.pipelines.llm.job import claim_job, run_job
+from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions
 from curate.pipelines.steps import PARTIAL, AtomicOutput
 from curate.rewards.extract import DEFAULT, boxed_contents
 
@@ -172,15 +176,16 @@ def _write_json(path: Path, value) -> None:
 # Sampling
 # --------------------------------------------------------------------------------------------- #
 def sample_responses(dataset: Path, output: Path, options: SamplingOptions, limit: int = -1,
-                     progress: bool = True) -> tuple[list[dict], bool]:
+                     progress: bool = True, overwrite: bool = False) -> tuple[list[dict], bool]:
     """Every response of the policy, one record per sample (OUT/responses.jsonl); (records, whether reused).
-    A rerun with the same dataset and sampling options reads the file and starts no server."""
+    A rerun with the same dataset and sampling options reads the file and starts no server; other options are
+    refused by the sampling's job (run_sampling), unless `overwrite`, which samples again."""
     record_path, config_path = output / "responses.jsonl", output / ".curate" / "responses.json"
     config = {"dataset": str(Path(dataset).resolve()), "limit": limit, **options.fingerprint()}
-    if record_path.is_file() and config_path.is_file() and json.loads(config_path.read_text()) == config:
+    if not overwrite and record_path.is_file() and config_path.is_file() and json.loads(config_path.read_text()) == config:
         return _read_jsonl(record_path), True
     try:
-        sampling = run_sampling(dataset, output, options, limit=limit, progress=progress)
+        sampling = run_sampling(dataset, output, options, limit=limit, progress=progress, overwrite=overwrite)
     except ExportError as error:
         raise OnPolicyAuditError(str(error)) from None
     problems = read_problems(dataset, options)
@@ -234,8 +239,10 @@ def strict_verdict(text: str | None, gold, checker=None) -> dict:
     return {"answer": boxes[-1], "verdict": verdict, "reason": reason}
 
 
-def strict_judge(records: list[dict], output: Path, threads: int = 4, progress: bool = True) -> list[dict]:
-    """The strict judge's verdict on every response (OUT/judges/strict-v1.jsonl, reused when it covers them)."""
+def strict_judge(records: list[dict], output: Path, threads: int = 4, progress: bool = True,
+                 overwrite: bool = False) -> list[dict]:
+    """The strict judge's verdict on every response (OUT/judges/strict-v1.jsonl, reused when it covers them, unless
+    `overwrite`: the responses were sampled again under the same ids)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from rich.progress import Progress
@@ -244,7 +251,7 @@ def strict_judge(records: list[dict], output: Path, threads: int = 4, progress: 
 
     path = output / "judges" / f"{STRICT_VERSION}.jsonl"
     ids = [r["id"] for r in records]
-    if path.is_file():
+    if path.is_file() and not overwrite:
         existing = _read_jsonl(path)
         if [v["id"] for v in existing] == ids:
             return existing
@@ -369,42 +376,50 @@ class JudgeWriter(AtomicOutput, JsonlWriter):
         return {"id": document.id, **document.metadata[JUDGE_KEY][0]}
 
 
-def judge_options(options: SamplingOptions, model: str, max_tokens: int = 512,
-                  endpoint_url: str | None = None) -> SamplingOptions:
-    """The judge's server: the policy's backend settings, another model, greedy, one answer per response."""
-    return dataclasses.replace(options, model=model, k=1, temperature=0.0, top_p=1.0, max_tokens=max_tokens,
-                               max_prompt_tokens=options.max_prompt_tokens + options.max_tokens, instruction=None,
-                               system=None, endpoint_url=endpoint_url or options.endpoint_url)
+def judge_options(policy: SamplingOptions, judge: ServerOptions, max_tokens: int = 512) -> SamplingOptions:
+    """The judge's sampling: its own server (`judge`, see curate.cli.groups.judge_server), greedy, one answer per
+    response, a prompt that holds a whole response of the policy."""
+    return SamplingOptions(**{f.name: getattr(judge, f.name) for f in dataclasses.fields(ServerOptions)}, k=1,
+                           temperature=0.0, top_p=1.0, max_tokens=max_tokens,
+                           max_prompt_tokens=policy.max_prompt_tokens + policy.max_tokens,
+                           records_per_chunk=policy.records_per_chunk)
+
+
+def _responses_digest(records: list[dict]) -> str:
+    """What the judge was asked: every response's id and text (a resampled run keeps the ids, not the texts)."""
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(json.dumps([record["id"], record["text"], record["error"]], ensure_ascii=False).encode())
+    return digest.hexdigest()
 
 
 def llm_judge(records: list[dict], output: Path, options: SamplingOptions, prompt: JudgePrompt | None = None,
-              progress: bool = True) -> tuple[list[dict], str]:
-    """The LLM judge's verdict on every response (OUT/judges/<version>.jsonl, reused when it covers them with the
-    same model); returns (verdicts, the judge's name: prompt version and model)."""
-    from curate.pipelines.executors import LOCAL, run_pipeline
-    from curate.pipelines.llm_tag import CurateInferenceRunner
-    from curate.pipelines.tag import failed_tasks
-
+              progress: bool = True, overwrite: bool = False) -> tuple[list[dict], str]:
+    """The LLM judge's verdict on every response (OUT/judges/<version>-<model digest>.jsonl); returns (verdicts, the
+    judge's name: prompt version and model). Its job (curate.pipelines.llm.job) records what it judged and how: the
+    same configuration resumes (a finished run is read back, starting no server), another one is refused with the
+    fix, and `overwrite` judges again."""
     prompt = prompt or JudgePrompt.load()
     digest = hashlib.sha256(options.model.encode()).hexdigest()[:8]
     name = f"{prompt.version}-{digest}"
     path = output / "judges" / f"{name}.jsonl"
-    ids = [r["id"] for r in records]
+    work = (output / ".curate" / "judge" / name).resolve()
+    config = {"prompt_version": prompt.version, "model": options.model, "max_tokens": options.max_tokens,
+              "temperature": options.temperature, "responses": _responses_digest(records), "count": len(records)}
+    claim_job(work / "judge.json", config, "LLM judge verdicts", "pass --overwrite to judge again",
+              overwrite=overwrite, run=[work / "verdicts", work / "checkpoints", work / "logs", path,
+                                        path.with_suffix(".json")])
     if path.is_file():
         existing = _read_jsonl(path)
-        if [v["id"] for v in existing] == ids:
+        if [v["id"] for v in existing] == [r["id"] for r in records]:
             return existing, name
-    options.validate()
-    work = (output / ".curate" / "judge" / name).resolve()
+    options.validate()  # only now: reading a finished judge back needs no server
     runner = CurateInferenceRunner(
         rollout_fn=judge_rollout, config=options.inference_config(str(work / "logs" / "server")),
         output_writer=JudgeWriter(str(work / "verdicts")), checkpoints_local_dir=str(work / "checkpoints"),
         records_per_chunk=options.records_per_chunk, metadata_key=JUDGE_KEY, skip_bad_requests=True)
     reader = JudgeReader(str((output / "responses.jsonl").resolve()), prompt)
-    run_pipeline([reader, runner], LOCAL, 1, 1, work / "logs", job_name="curate-judge")
-    if failed_tasks(work / "logs", 1):
-        raise RuntimeError(f"the LLM judge did not complete; see {work / 'logs' / 'logs'}. Rerun the same command to "
-                           "resume from its checkpoints.")
+    run_job([reader, runner], LOCAL, 1, 1, work / "logs", "curate-judge", "LLM judge")
     answered = {v["id"]: v for f in sorted((work / "verdicts").glob("judge_*.jsonl")) for v in _read_jsonl(f)}
     verdicts = []
     for record in records:
@@ -496,8 +511,9 @@ def run_onpolicy_audit(problems: str | Path, output: str | Path, options: Sampli
                        rewards: list[str] | None = None, classifier: str | None = "cues", limit: int = -1,
                        columns: ProblemColumns = ProblemColumns(), data_source: str = "curate/math",
                        judge: SamplingOptions | None = None, label: str = "strict", resamples: int = 2000,
-                       seed: int = 0, threads: int = 4, progress: bool = True) -> OnPolicyAudit:
-    """Samples the policy (or reuses its samples), labels every response, audits every reward on them."""
+                       seed: int = 0, threads: int = 4, progress: bool = True, overwrite: bool = False) -> OnPolicyAudit:
+    """Samples the policy (or reuses its samples), labels every response, audits every reward on them. A rerun with
+    other sampling or judge settings is refused with the fix; `overwrite` samples and judges again."""
     from curate.handoff.behavior_audit import run_stratified_audit
     from curate.rewards import get_reward
 
@@ -509,11 +525,12 @@ def run_onpolicy_audit(problems: str | Path, output: str | Path, options: Sampli
         raise OnPolicyAuditError(f"--label must be one of {', '.join(LABELS)}, got {label!r}")
     prompt = JudgePrompt.load() if judge is not None else None
     dataset = prepare_problems(problems, output, columns, data_source)
-    records, reused = sample_responses(dataset, output, options, limit=limit, progress=progress)
+    records, reused = sample_responses(dataset, output, options, limit=limit, progress=progress, overwrite=overwrite)
     if not records:
         raise OnPolicyAuditError(f"no problem of {problems} became a prompt; see {output / 'rejects' / 'prompts'}")
-    strict = strict_judge(records, output, threads=threads, progress=progress)
-    judged, judge_name = (llm_judge(records, output, judge, prompt, progress) if judge is not None else (None, None))
+    strict = strict_judge(records, output, threads=threads, progress=progress, overwrite=overwrite)
+    judged, judge_name = (llm_judge(records, output, judge, prompt, progress, overwrite=overwrite)
+                          if judge is not None else (None, None))
     labeled = labeled_pairs(records, strict, judged, label)
     labeled.reused_samples, labeled.judge = reused, judge_name
     if not labeled.pairs:

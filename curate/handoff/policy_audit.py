@@ -5,13 +5,19 @@ backtracking some of the time is one RL can improve; one whose outputs never do 
 
 Prompts come from a task generator (`countdown`: seeded, solvable Countdown problems) or from any built
 dataset with RL columns (`--dataset`). Sampling and scoring are the pass-rate filter's (datatrove's
-InferenceRunner, the registered reward); the behavior labels come from any registered batch classifier.
+InferenceRunner, the registered reward); the behavior labels come from any registered batch classifier, or
+in-line from `llm_v1` (`cascade_v1`: the cue gate in front of it) on a judge model whose server may differ from
+the policy's: the responses go through `curate tag-llm`'s job (curate.pipelines.llm_tag) as a corpus, and its
+attribute rows come back by response id. A response the judge could not label (its answer did not parse, its
+request failed) keeps null counts with the reason, and is counted by reason.
 
 Output layout:
     OUT/prompts/data/train-00000.parquet  the generated prompts (task mode), a dataset in the builders' layout
     OUT/rates/                            per-prompt samples and rewards (as written by the pass-rate filter)
     OUT/samples.parquet                   one row per sample: text, reward, finish reason, a count per behavior
                                           (null with the classifier's error when it could not label it)
+    OUT/responses/responses.jsonl, OUT/tags/llm_v1/   llm_v1 only: the responses sent to the judge (id, text) and
+                                          its attribute shards, checkpoints and raw answers (a rerun resumes them)
     OUT/report.json, OUT/README.md        per behavior: share of responses showing it, mean count per response,
                                           accuracy with and without it; the overall accuracy
 
@@ -26,6 +32,7 @@ import dataclasses
 import json
 import os
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,11 +40,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers import get_classifier, resolve_name
 from curate.errors import CurateError
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
+from curate.pipelines.llm.server import ServerOptions
+from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
+from curate.pipelines.readers import InputSpec
 from curate.pipelines.steps import PARTIAL, batched
 
 TASKS = ("countdown",)
+IN_LINE = ("llm_", "cascade_")  # classifier families that label through an LLM job, on the judge's server
 
 SAMPLES_SCHEMA = pa.schema([
     ("key", pa.string()),
@@ -100,6 +112,10 @@ class PolicyAuditResult:
     truncated: int = 0
     empty: int = 0
     request_errors: int = 0
+    # why samples have no labels: "empty output", "policy request error", or the classifier's error kind ("parse",
+    # "request", "tokenize", "no label")
+    unlabelled_reasons: Counter = field(default_factory=Counter)
+    judge: str | None = None  # the model that labelled the responses (llm_v1, cascade_v1)
     behaviors: dict[str, BehaviorRow] = field(default_factory=dict)
     sampling: SamplingResult | None = None
 
@@ -111,7 +127,8 @@ class PolicyAuditResult:
         return {
             "model": self.model, "task": self.task, "classifier": self.classifier, "prompts": self.prompts,
             "samples": self.samples, "scored": self.scored, "correct": self.correct, "accuracy": self.accuracy,
-            "unlabelled": self.unlabelled, "truncated": self.truncated, "empty": self.empty,
+            "unlabelled": self.unlabelled, "unlabelled_reasons": dict(self.unlabelled_reasons.most_common()),
+            "judge": self.judge, "truncated": self.truncated, "empty": self.empty,
             "request_errors": self.request_errors,
             "behaviors": {b: {"rate": r.rate, "mean_count": r.mean_count, "present": r.present, "labelled": r.labelled,
                               "accuracy_with": r.accuracy_with, "accuracy_without": r.accuracy_without}
@@ -164,19 +181,28 @@ def run_policy_audit(
     classifier: str = "cues",
     batch_size: int = 64,
     progress: bool = True,
+    judge: ServerOptions | None = None,
 ) -> PolicyAuditResult:
-    """Samples `options.k` answers per prompt (n prompts), classifies and scores every answer."""
-    from curate.classifiers import get_classifier
-
+    """Samples `options.k` answers per prompt (n prompts), classifies and scores every answer. `judge`: the server
+    of the model that labels them when `classifier` is llm_v1 or cascade_v1 (curate.cli.groups.judge_server)."""
     if (task is None) == (dataset is None):
         raise PolicyAuditError("give either a task or a dataset")
     if n < 1:
         raise PolicyAuditError("--n must be at least 1")
     output = Path(output)
     try:
-        labeller = get_classifier(classifier)
+        resolved, _ = resolve_name(classifier)
+        in_line = resolved.startswith(IN_LINE)
+        labeller = None if in_line else get_classifier(classifier)
     except (KeyError, ValueError) as error:
         raise PolicyAuditError(str(error)) from None
+    if in_line and judge is None:
+        raise PolicyAuditError(f"--classifier {classifier} labels the responses with an LLM: name its model with "
+                               "--judge-model (it runs on the policy's server settings unless --judge-backend / "
+                               "--judge-endpoint-url say otherwise)")
+    if judge is not None and not in_line:
+        raise PolicyAuditError(f"--judge-model labels the responses with --classifier llm_v1 or cascade_v1; "
+                               f"{classifier} labels them itself")
     if task is not None:
         prompts = write_task_prompts(task, n, seed, output)
         # The task's own prompt already asks for the answer format its reward reads.
@@ -185,13 +211,18 @@ def run_policy_audit(
     else:
         prompts, limit = Path(dataset), n
     sampling = run_sampling(prompts, output, options, limit=limit, progress=progress)
-    result = PolicyAuditResult(output=output, model=options.model, task=task or str(dataset), classifier=labeller.name,
+    if in_line:
+        name, labels = label_in_line(sampling.rates_dir, output, judge, resolved, progress)
+    else:
+        name, labels = labeller.name, None
+    result = PolicyAuditResult(output=output, model=options.model, task=task or str(dataset), classifier=name,
+                               judge=judge.model if in_line else None,
                                behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES}, sampling=sampling)
     samples_path = output / "samples.parquet"
     partial_path = samples_path.with_name(samples_path.name + PARTIAL)
     with pq.ParquetWriter(partial_path, SAMPLES_SCHEMA) as writer:
         for batch in batched(_samples(sampling.rates_dir), batch_size):
-            rows = _labelled(batch, labeller)
+            rows = _labelled(batch, labeller) if labels is None else _labelled_by_id(batch, labels, name)
             for row in rows:
                 _count(result, row)
             writer.write_table(pa.Table.from_pylist(rows, schema=SAMPLES_SCHEMA))
@@ -210,16 +241,51 @@ def _samples(rates_dir: Path):
                            "request_error": sample["error"] if sample["finish_reason"] == "error" else None}
 
 
+def sample_id(row: dict) -> str:
+    """One response: its prompt's key and its index among the prompt's k samples."""
+    return f"{row['key']}#{row['sample']}"
+
+
+def label_in_line(rates_dir: Path, output: Path, judge: ServerOptions, classifier: str,
+                  progress: bool = True) -> tuple[str, dict[str, dict]]:
+    """(classifier name, response id -> attribute row) for every response worth labelling (not empty, no request
+    error), through `curate tag-llm`'s job on the judge's server: OUT/responses/responses.jsonl is its corpus (written
+    only when it changed, so that a rerun resumes the tagging) and OUT/tags/<classifier>/ its shards."""
+    corpus = output / "responses" / "responses.jsonl"
+    text = "".join(json.dumps({"id": sample_id(row), "text": row["text"]}, ensure_ascii=False) + "\n"
+                   for row in _samples(rates_dir) if row["request_error"] is None and (row["text"] or "").strip())
+    options = LLMTagOptions(**{f.name: getattr(judge, f.name) for f in dataclasses.fields(ServerOptions)},
+                            gate="cues" if classifier.startswith("cascade_") else None)
+    if not text:
+        return options.classifier().name, {}
+    if not corpus.is_file() or corpus.read_text(encoding="utf-8") != text:
+        corpus.parent.mkdir(parents=True, exist_ok=True)
+        _whole(corpus, text)
+    tagged = run_llm_tagging(InputSpec(path=str(corpus)), output / "tags", options, progress=progress)
+    rows = {}
+    for path in sorted(tagged.tags_dir.glob("attributes_*.parquet")):
+        for row in pq.read_table(path, columns=["id", *BEHAVIOR_NAMES, "error"]).to_pylist():
+            rows[row["id"]] = row
+    return tagged.classifier, rows
+
+
+def _labelled_by_id(batch: list[dict], labels: dict[str, dict], name: str) -> list[dict]:
+    rows = []
+    for row in batch:
+        error = row.pop("request_error")
+        empty = not (row["text"] or "").strip()
+        label = labels.get(sample_id(row))
+        if error or empty or label is None:
+            reason = error or ("empty output" if empty else "no label: the judge's job wrote no row for it")
+            rows.append({**row, **{b: None for b in BEHAVIOR_NAMES}, "classifier": name, "classifier_error": reason})
+        else:
+            rows.append({**row, **{b: label[b] for b in BEHAVIOR_NAMES}, "classifier": name,
+                         "classifier_error": label["error"]})
+    return rows
+
+
 def _labelled(batch: list[dict], labeller) -> list[dict]:
-    texts = [row["text"] or "" for row in batch]
-    try:
-        labels = labeller.classify(texts)
-    except RuntimeError as error:
-        # llm_v1 owns its server and cannot label in a batch; say how to get LLM labels instead.
-        raise PolicyAuditError(
-            f"{labeller.name} cannot label outputs here ({error}). Use a batch classifier (cues, cascade gate), or "
-            "label OUT/samples.parquet afterwards: curate tag-llm --input OUT/samples.parquet --text-key text "
-            "--id-key key") from None
+    labels = labeller.classify([row["text"] or "" for row in batch])
     rows = []
     for row, label in zip(batch, labels, strict=True):
         error = row.pop("request_error")
@@ -242,6 +308,7 @@ def _count(result: PolicyAuditResult, row: dict) -> None:
         result.correct += reward == 1.0
     if any(row[b] is None for b in BEHAVIOR_NAMES):
         result.unlabelled += 1
+        result.unlabelled_reasons[unlabelled_reason(row)] += 1
     for behavior, stats in result.behaviors.items():
         count = row[behavior]
         if count is None:
@@ -259,6 +326,17 @@ def _count(result: PolicyAuditResult, row: dict) -> None:
                 stats.correct_without += reward == 1.0
 
 
+def unlabelled_reason(row: dict) -> str:
+    """Why a sample has no (or partial) behavior labels, as a short kind: the text before the first ':' of the
+    classifier's error ("parse" for an answer of the judge that did not parse)."""
+    if row["finish_reason"] == "error":
+        return "policy request error"
+    if not (row["text"] or "").strip():
+        return "empty output"
+    error = row.get("classifier_error") or "no label"
+    return error.split(":", 1)[0].strip() or "no label"
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
@@ -270,13 +348,15 @@ def _mean(value: float | None) -> str:
 def _write_report(result: PolicyAuditResult, options: SamplingOptions) -> None:
     output = result.output
     record = {**result.as_dict(), "sampling": options.fingerprint(), "backend": options.backend}
+    reasons = ", ".join(f"{why}: {count:,}" for why, count in result.unlabelled_reasons.most_common()) or "none"
+    labelled_by = f"`{result.classifier}`" + (f" on {result.judge}" if result.judge else "")
     _whole(output / "report.json", json.dumps(record, indent=2))
     rows = "\n".join(f"| {b} | {_pct(r.rate)} | {r.present:,} / {r.labelled:,} | {_mean(r.mean_count)} | "
                      f"{_pct(r.accuracy_with)} | {_pct(r.accuracy_without)} |" for b, r in result.behaviors.items())
     card = f"""# Behavior audit of {result.model} on {result.task}
 
 {result.samples:,} samples on {result.prompts:,} prompts ({options.k} per prompt, temperature {options.temperature},
-at most {options.max_tokens} tokens, backend {options.backend}, prompt format {options.prompt_format}); behaviors labelled by `{result.classifier}`, answers
+at most {options.max_tokens} tokens, backend {options.backend}, prompt format {options.prompt_format}); behaviors labelled by {labelled_by}, answers
 scored by the reward each prompt's `data_source` names.
 
 | | |
@@ -285,7 +365,7 @@ scored by the reward each prompt's `data_source` names.
 | cut at the token limit | {result.truncated:,} |
 | empty outputs | {result.empty:,} |
 | request errors | {result.request_errors:,} |
-| samples without behavior labels | {result.unlabelled:,} |
+| samples without behavior labels | {result.unlabelled:,} ({reasons}) |
 
 | behavior | share of outputs showing it | outputs | mean count per output | accuracy with it | accuracy without it |
 |---|---|---|---|---|---|

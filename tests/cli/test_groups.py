@@ -1,15 +1,20 @@
-"""The executor options are declared once (curate.cli.groups) and reach every command that runs datatrove tasks."""
+"""The executor options are declared once (curate.cli.groups) and reach every command that runs datatrove tasks; so
+do the model-server options, to every command that samples a policy or runs a judge."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import fields
 
 import typer.main
 from typer.testing import CliRunner
 
 from curate.cli import app
-from curate.cli.groups import FLAGS
+from curate.cli.groups import FLAGS, JUDGE_FLAGS, SAMPLING_FLAGS, SERVER_FLAGS, server_group
+from curate.cli.options import sampling_config
+from curate.handoff.passrate import SamplingOptions
 from curate.pipelines.executor_options import ExecutorOptions
+from curate.pipelines.llm.server import ServerOptions
 
 
 def test_every_executor_option_has_a_flag():
@@ -27,3 +32,39 @@ def test_commands_that_run_tasks_show_the_executor_panel_and_validate_the_option
     result = CliRunner().invoke(app, ["tag", "--executor", "slurm", "--output", str(tmp_path / "tags")])
     assert result.exit_code == 2 and "needs --slurm-partition" in result.output
     assert not (tmp_path / "tags").exists()
+
+
+def test_the_llm_commands_show_the_model_server_panel():
+    group = typer.main.get_command(app)
+    flags = {f.parameter for f in (SERVER_FLAGS | SAMPLING_FLAGS).values()}
+    for name in ("audit-verifier", "audit-policy", "filter-passrate"):
+        panels = {p.name: p.rich_help_panel for p in group.commands[name].params}
+        assert {panels[f] for f in flags} == {"Model server"}, name
+    for name in ("audit-verifier", "audit-policy"):
+        panels = {p.name: p.rich_help_panel for p in group.commands[name].params}
+        assert {panels[f.parameter] for f in JUDGE_FLAGS.values()} == {"Model server"}, name
+
+
+def test_server_group_hands_one_config_and_the_judge_a_server_of_its_own():
+    seen = {}
+    local = typer.Typer()
+
+    @local.command()
+    @server_group(config=sampling_config, sampling=True, judge=True, also=("k",))
+    def sample(model: str = "policy", k: int = 2, *, server: SamplingOptions, judge: ServerOptions | None) -> None:
+        seen.update(server=server, judge=judge)
+
+    argv = ["--backend", "endpoint", "--endpoint-url", "http://policy:8000/v1", "--server-arg", "max-num-seqs=8",
+            "--server-arg", "--enforce-eager", "--temperature", "0.5", "--k", "4", "--concurrency", "3"]
+    result = CliRunner().invoke(local, argv)
+    assert result.exit_code == 0, result.output
+    assert seen["server"] == SamplingOptions(model="policy", k=4, backend="endpoint",
+                                             endpoint_url="http://policy:8000/v1", concurrency=3, temperature=0.5,
+                                             server_args={"max-num-seqs": "8", "enforce-eager": True})
+    assert seen["judge"] is None
+    # On the policy's backend the judge takes its URL; on another it takes none it was not given.
+    assert CliRunner().invoke(local, [*argv, "--judge-model", "judge"]).exit_code == 0
+    assert seen["judge"] == dataclasses.replace(seen["server"].server, model="judge")
+    assert type(seen["judge"]) is ServerOptions
+    assert CliRunner().invoke(local, [*argv, "--judge-model", "judge", "--judge-backend", "vllm"]).exit_code == 0
+    assert (seen["judge"].backend, seen["judge"].endpoint_url, seen["judge"].concurrency) == ("vllm", None, 3)

@@ -11,7 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.cli import app
-from curate.handoff.onpolicy_audit import labeled_pairs, parse_judge_verdict, strict_verdict
+from curate.cli.groups import judge_server
+from curate.handoff.onpolicy_audit import judge_options, labeled_pairs, llm_judge, parse_judge_verdict, strict_verdict
+from curate.handoff.passrate import SamplingOptions
+from curate.pipelines.llm.job import JobConfigChangedError
+from tests.support.fault_server import FaultServer
 from tests.support.shared import HAS_SERVE
 
 needs_serve = pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")
@@ -156,3 +160,35 @@ def test_onpolicy_audit_end_to_end_through_transformers_serve(tiny_model, tmp_pa
     assert result.exit_code == 0, result.output
     assert "reused from" in result.output
     assert {p: p.stat().st_mtime_ns for p in kept} == kept
+
+
+def test_the_llm_judge_resumes_refuses_another_config_and_overwrite_judges_again(tmp_path):
+    out = tmp_path / "audit"
+    records = [{"id": f"0:{i}#0", "key": f"0:{i}", "question": p["q"], "gold": p["gold"], "error": None,
+                "text": f"So the answer is \\boxed{{{p['gold']}}}."} for i, p in enumerate(PROBLEMS)]
+    records.append({**records[0], "id": "0:0#1", "text": "  "})  # empty: judged incorrect without a request
+    out.mkdir()
+    (out / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with FaultServer({}, seed=0) as server:  # a stand-in endpoint: answers every request, counts them
+        policy = SamplingOptions(model="policy", backend="endpoint", endpoint_url=server.url, k=2)
+        # The judge takes the policy's server settings, its own model, greedy; it could name another backend.
+        judge = judge_options(policy, judge_server(policy, "stand-in-judge"), max_tokens=16)
+        assert (judge.endpoint_url, judge.temperature, judge.k, judge.model) == (server.url, 0.0, 1, "stand-in-judge")
+        assert judge_server(policy, "j", backend="vllm").endpoint_url is None
+        verdicts, name = llm_judge(records, out, judge, progress=False)
+        assert server.outcomes["ok"] == 3 and [v["id"] for v in verdicts] == [r["id"] for r in records]
+        # The stand-in's answer holds no verdict: an error with its reason, never a guess; the empty one is False.
+        assert [v["verdict"] for v in verdicts] == [None, None, None, False]
+        assert all(v["error"].startswith("no verdict") for v in verdicts[:3])
+
+        assert llm_judge(records, out, judge, progress=False) == (verdicts, name)  # the same: read back
+        assert server.outcomes["ok"] == 3
+        with pytest.raises(JobConfigChangedError, match=r"max_tokens: 16 -> 64.*pass --overwrite to judge again"):
+            llm_judge(records, out, judge_options(policy, judge_server(policy, "stand-in-judge"), 64), progress=False)
+        resampled = [{**r, "text": "\\boxed{1}"} for r in records]  # same ids, other responses
+        with pytest.raises(JobConfigChangedError, match=r"responses: "):
+            llm_judge(resampled, out, judge, progress=False)
+        assert server.outcomes["ok"] == 3
+        (out / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in resampled))  # as sampling does
+        again, _ = llm_judge(resampled, out, judge, progress=False, overwrite=True)
+        assert server.outcomes["ok"] == 7 and [v["verdict"] for v in again] == [None] * 4

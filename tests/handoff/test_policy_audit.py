@@ -1,5 +1,6 @@
 """audit-policy over a training run: two tiny checkpoints served by `transformers serve`, the TinyZero completion
-prompt through /v1/completions, presence and mean count per behavior, and the behaviors-over-steps figure."""
+prompt through /v1/completions, presence and mean count per behavior, and the behaviors-over-steps figure; llm_v1
+labelling the responses in-line on a judge server of its own."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from typer.testing import CliRunner
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.builders.priming import SYSTEM_PREAMBLE, tinyzero_prompt
-from curate.cli import app
 from curate.classifiers import get_classifier
+from curate.cli import app
 from curate.handoff.passrate import PassRateError, SamplingOptions
 from curate.handoff.policy_audit import BehaviorRow, PolicyAuditError, PolicyAuditResult, _count, checkpoint_dirs
 from curate.rewards import compute_score
+from tests.support.fault_server import FaultServer
 from tests.support.shared import HAS_SERVE
 from tests.support.tiny_model import make_tiny_chat_model
 
@@ -101,3 +103,51 @@ def test_checkpoint_sweep_through_transformers_serve_with_the_tinyzero_prompt(tm
     assert "](behaviors_over_steps.png)" in readme and "| 5 | `step_5` |" in readme and "| 20 | `step_20` |" in readme
     refused = CliRunner().invoke(app, ["audit-policy", "--task", "countdown", "-o", str(tmp_path / "x")])
     assert refused.exit_code != 0 and "--checkpoints" in refused.output
+
+
+@needs_serve
+def test_llm_v1_labels_every_response_in_line_on_a_judge_server_of_its_own(tmp_path):
+    tiny = make_tiny_chat_model(tmp_path / "tiny", seed=3)
+    out = tmp_path / "audit"
+    # The policy: the tiny model under `transformers serve`. The judge: llm_v1 (the tiny model's tokenizer) on a
+    # stand-in endpoint that answers {"count": 1}, or a cut-off '{"count": ' that cannot parse, and counts both.
+    with FaultServer({"truncated": 0.3}, seed=3) as judge:
+        argv = ["audit-policy", "--model", str(tiny), "--task", "countdown", "--n", "3", "--k", "2", "--max-tokens",
+                "16", "--device", "cpu", "--classifier", "llm_v1", "--judge-model", str(tiny), "--judge-backend",
+                "endpoint", "--judge-endpoint-url", judge.url, "-o", str(out)]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 0, result.output
+        answered = dict(judge.outcomes)
+        samples = pq.read_table(out / "samples.parquet").to_pylist()
+        report = json.loads((out / "report.json").read_text())
+        assert len(samples) == 6 == report["samples"] and report["classifier"] == "llm_v1"
+        assert report["judge"] == str(tiny)
+        sent = [s for s in samples if s["finish_reason"] != "error" and (s["text"] or "").strip()]
+        assert sum(answered.values()) == 4 * len(sent)  # per-behavior: one question per behavior and response
+        for sample in samples:
+            assert sample["classifier"] == "llm_v1"
+            if sample in sent:
+                for behavior in BEHAVIOR_NAMES:
+                    # A count, or a parse failure named in the row's error.
+                    assert sample[behavior] == 1 or (sample[behavior] is None and f"{behavior}: no count"
+                                                     in sample["classifier_error"])
+            else:
+                assert all(sample[b] is None for b in BEHAVIOR_NAMES) and sample["classifier_error"] == "empty output"
+        # Every cut-off answer is one counted parse failure, and nothing else is.
+        assert sum(s[b] is None for s in sent for b in BEHAVIOR_NAMES) == answered.get("truncated", 0)
+        unlabelled = [s for s in samples if any(s[b] is None for b in BEHAVIOR_NAMES)]
+        assert report["unlabelled"] == len(unlabelled) == sum(report["unlabelled_reasons"].values())
+        assert report["unlabelled_reasons"].get("parse", 0) == sum(s in sent for s in unlabelled)
+        for behavior in BEHAVIOR_NAMES:
+            counts = [s[behavior] for s in samples if s[behavior] is not None]
+            figures = report["behaviors"][behavior]
+            assert (figures["labelled"], figures["present"]) == (len(counts), sum(c > 0 for c in counts))
+            assert figures["mean_count"] == (sum(counts) / len(counts) if counts else None)
+        # The same command again resumes both jobs: no policy sample and no judge request is made twice.
+        again = CliRunner().invoke(app, argv)
+        assert again.exit_code == 0, again.output
+        assert dict(judge.outcomes) == answered
+        assert pq.read_table(out / "samples.parquet").to_pylist() == samples
+    refused = CliRunner().invoke(app, ["audit-policy", "--model", str(tiny), "--classifier", "llm_v1", "-o",
+                                       str(tmp_path / "x")])
+    assert refused.exit_code == 2 and "--judge-model" in refused.output
