@@ -13,12 +13,17 @@ guard for its look-alikes:
 * A candidate rejected by its verdict ("so n = 12 doesn't work", "That doesn't work because picket 2 is not
   painted", "sum is 39, which is over") is verification (the blind set's rule: candidates tried in turn within one
   method and rejected are checks). "doesn't work" stays backtracking as in v1.
+* v1 wrote some verdicts as one pattern with two-word alternatives ("n't|not make sense|add up|seem right",
+  "match|agree|add up|check out"); the notation reads a pattern word by word, so "That doesn't make sense", "this does
+  not match the given 936" and "doesn't add up" never matched. v4 gives each its own cue, plus "which is consistent
+  (with 1 + 2 + 3 = 6)" (v1 needed a word after "with").
 * An error declared with certainty is a revision: "I must have made a mistake", "I must have miscalculated",
   "there's a slight error in our formula" (v1 needed "I made" / "there's a mistake" with nothing between).
 * Numbered bold step headings ("1. **Define Variables:**", "2. **Calculate the total**"), the plan format of model
   solutions, are subgoal setting (v2 only read headings that open with a verb); so are cases announced as such
-  ("Case 1:", "we consider two cases") and an announced two-stage plan ("I need to find the sum and then find its
-  remainder mod 9").
+  ("Case 1:", "we consider two cases"), an announced two-stage plan ("I need to find the sum and then find its
+  remainder mod 9") and sub-computations announced in turn ("First find the wait in minutes ... Then convert it to
+  seconds", GSM8K's style; a lone "First find X" stays a single operation, which the guide does not count).
 * "If I can show X, then I'm done" also without a comma ("if I can show ker φ = 0 then I would be done"): a
   reduction to an intermediate claim, both subgoal setting and backward chaining (the guide's rule).
 * From the goal to what it needs: "a necessary condition for X is", "this only works if C is nonempty" (a stated
@@ -65,6 +70,11 @@ UNLESS = r"\b(unless|if|in\s+case|whether)\s+"
 IN_THE_PROBLEM = r"\s*in\s+(the|your)\s+(problem|question|statement|book|text|paper|source|answer\s+key)"
 # Another method used to confirm a result, not because the first failed.
 TO_CONFIRM = r"\b(confirm|verify|check|double-check|cross-check|make\s+sure|be\s+sure|thorough|sanity)\b"
+# The verbs of an announced computation step.
+STEP_VERBS = (
+    r"(find|calculate|compute|determine|figure|add|multiply|convert|subtract|divide|work\s+out|count|get|solve|use)\b"
+)
+FIRST_THEN_VERBS = r"\s*,?\s*" + STEP_VERBS
 # What a verdict judges: a number, an expression, or a candidate named.
 A_CANDIDATE = (
     r"(\d|\$|\)|\b(which|that|this|it|so|choice|value|candidate|guess|one|number|pair|case|example|option))\s*"
@@ -110,6 +120,15 @@ ADDED: tuple[Cue, ...] = (
     # --- verification: a candidate judged -----------------------------------------------------------------------------
     Cue(V, "does|did|do n't|not work", before=A_CANDIDATE, unless_before=IN_A_CONDITION),
     Cue(V, "which|that|this|it is|'s over|under|impossible|negative", then=r"\s*([.,;!]|$)"),
+    # v1 wrote these as one pattern with two-word alternatives ("n't|not make sense|add up|seem right"), which the
+    # notation reads word by word, so "That doesn't make sense" and "doesn't match" never matched.
+    Cue(V, "does|did|do n't|not make sense"),
+    Cue(V, "does|did|do n't|not add up"),
+    Cue(V, "does|did|do n't|not seem right|correct"),
+    Cue(V, "does|did|do n't|not match|agree"),
+    Cue(V, "does|did|do n't|not check out"),
+    Cue(V, "which|that|this|it is|'s consistent", then=r"\s*([.,;!]|$|with\b)"),
+    Cue(V, "consistent with NUM"),
     # --- backtracking: an error declared with certainty ----------------------------------------------------------------
     Cue(B, "must 've|have made a|an mistake|error|slip|typo|blunder", before=r"\b(i|we)\s*"),
     Cue(B, "must 've|have made a|an * mistake|error|slip|typo", before=r"\b(i|we)\s*"),
@@ -146,6 +165,15 @@ ADDED: tuple[Cue, ...] = (
         before=r"\b(need|needs|have|has|want|wants|going)\s+to\s+\w+[^.;:?!\n]{0,100}?",
         then=r"\s*(\w+\s+){0,2}?(find|compute|calculate|determine|figure|use|solve|plug|sum|add|divide|multiply|take|"
         r"convert|check|express|subtract|simplify|apply|substitute|count|evaluate|make|set|see)\b",
+    ),
+    # "First find the total wait time ... Then convert that number to seconds": sub-computations announced in turn,
+    # the style of GSM8K's worked answers. One announced operation alone ("First expand") is not a plan.
+    Cue(
+        S,
+        "first",
+        sentence_start=True,
+        then=FIRST_THEN_VERBS,
+        later=r"[\s\S]{0,300}?(^|\n)\s*(then|next|finally|now)\s*,?\s*" + STEP_VERBS,
     ),
     # --- reductions to an intermediate claim: subgoal setting and backward chaining ----------------------------------
     Cue(

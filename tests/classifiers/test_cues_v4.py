@@ -41,6 +41,10 @@ def present(labels):
         # A candidate rejected by its verdict.
         ("So n = 12 doesn't work.", {V}),
         ("The sum is 39, which is over.", {V}),
+        # v1's two-word alternatives, now cues of their own.
+        ("That doesn't make sense.", {V}),
+        ("This does not match the given 936 values.", {V}),
+        ("The sum of the roots is 0, which is consistent with 1 + 2 + 3 - 6 = 0.", {V}),
         # An error declared with certainty.
         ("I must have made a mistake in the expansion.", {B}),
         ("We must have miscalculated the area.", {B}),
@@ -50,6 +54,7 @@ def present(labels):
         ("Case 1: x is negative.", {S}),
         ("We consider two cases.", {S}),
         ("I need to find the sum and then find its remainder mod 9.", {S}),
+        ("First find the wait in minutes: 3 * 2 = 6 minutes\nThen convert it to seconds: 6 * 60 = 360 seconds", {S}),
         # A reduction to an intermediate claim, also without a comma.
         ("If I can show that the kernel is trivial then I would be done.", {S, C}),
         # What the goal requires.
@@ -77,6 +82,7 @@ def test_families(v4, text, expected):
         "**Note** the domain is all reals.",
         "In this case the sum is 5.",
         "I need to find the sum of the digits.",
+        "First find the total: 3 * 2 = 6.\n#### 6",
         # A question about conditions asks; it derives nothing.
         "What is a necessary condition for convergence?",
     ],
