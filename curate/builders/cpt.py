@@ -25,6 +25,7 @@ pool folder (OUT/.curate/pool) and the rewrite folder are kept while their input
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import math
@@ -40,12 +41,22 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.classifiers.llm import Truncator, read_prompt_files
+from curate.classifiers.solution import (
+    CUE_VERSION,
+    JUDGES,
+    SolutionJudgement,
+    SolutionPrompt,
+    judge_by_cues,
+    parse_solution_answer,
+)
 from curate.errors import CurateError
 from curate.pipelines.executors import (
     LOCAL,
@@ -59,8 +70,8 @@ from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 from curate.pipelines.state import STATE
+from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 
 VARIANTS = ("enriched", "minimized")
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"
@@ -217,9 +228,9 @@ def _restrict_chars(connection, trim: float) -> tuple[list[int], dict[str, int]]
     """Marks candidates outside the two pools' common character range; returns the range and how many each pool lost."""
     if not 0 <= trim < 0.5:
         raise CPTError("--length-trim must be at least 0 and below 0.5")
-    bounds = dict((pool, (lo, hi)) for pool, lo, hi in connection.sql(
+    bounds = {pool: (lo, hi) for pool, lo, hi in connection.sql(
         f"SELECT pool, quantile_disc(n_chars, {trim}), quantile_disc(n_chars, {1 - trim}) FROM labelled "
-        "WHERE pool IS NOT NULL AND n_chars IS NOT NULL GROUP BY pool").fetchall())
+        "WHERE pool IS NOT NULL AND n_chars IS NOT NULL GROUP BY pool").fetchall()}
     if set(bounds) != set(VARIANTS):
         return None, {}  # one pool is empty: the budget check reports it, with the counts
     low, high = max(b[0] for b in bounds.values()), min(b[1] for b in bounds.values())
@@ -700,9 +711,7 @@ class RewritePrompts:
     version: str
 
     @classmethod
-    def load(cls, directory: Path = PROMPTS_DIR) -> "RewritePrompts":
-        from curate.classifiers.llm import read_prompt_files
-
+    def load(cls, directory: Path = PROMPTS_DIR) -> RewritePrompts:
         texts, version = read_prompt_files(directory)
         instructions = {v: texts[f"instructions_{v}"] for v in VARIANTS}
         return cls(texts["system"], texts["document"], instructions, version)
@@ -803,8 +812,6 @@ REWRITE_SCHEMA = pa.schema([
 def rewrite_context(prompts: RewritePrompts, tokenizer: str, max_doc_tokens: int, max_new_tokens: int, progress: bool):
     from tqdm import tqdm
 
-    from curate.classifiers.llm import Truncator
-
     bar = tqdm(desc="rewrite", unit="doc", disable=not progress, dynamic_ncols=True)
     try:
         yield {"prompts": prompts, "truncator": Truncator(tokenizer, max_doc_tokens), "max_new_tokens": max_new_tokens,
@@ -822,7 +829,7 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
            "raw": None, "finish_reason": None, "truncated": False, "prompt_tokens": 0, "completion_tokens": 0}
     try:
         text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
-    except Exception as error:  # a document the tokenizer cannot handle is kept with its reason
+    except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is kept with its reason
         bar.update(1)
         return {**row, "error": f"tokenize: {type(error).__name__}: {error}"}
     payload = {"messages": prompts.messages(text, row["variant"]), "max_tokens": max_new_tokens, "temperature": 0.0}
@@ -830,7 +837,7 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
         result = await generate(payload)
     except ServerError:
         raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
-    except (InferenceError, Exception) as error:
+    except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
         bar.update(1)
         message = error.error if isinstance(error, InferenceError) else error
         return {**row, "error": f"request: {type(error).__name__}: {str(message)[:300]}"}
@@ -869,72 +876,161 @@ class RewriteResult:
     rematched: bool = False
     rematch_note: str = ""
     rematch_ks: float | None = None
+    budget: int | None = None  # the budget the rewritten sets are matched at (None: the smaller rewritten total)
+    rounds: int = 0  # rewrite rounds run: the first rewrites the set and a margin, later ones what is still missing
+    # variant -> documents rewritten, how many of them from the set (the rest: more of the same pool), source tokens
+    sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, length_bins: int) -> None:
-    """Matches OUT/enriched_rewrite and OUT/minimized_rewrite on tokens again (best-effort lengths) at the smaller of
-    the two rewritten totals: a rewrite changes each document's length, and not by the same factor on both sides.
-    Rewrites left out are listed in <variant>_rewrite/rejects/rematch_surplus.jsonl; each data file is replaced whole."""
+def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, length_bins: int,
+                     order: dict[str, list[str]] | None = None) -> None:
+    """Matches OUT/enriched_rewrite and OUT/minimized_rewrite on tokens again (best-effort lengths) at
+    `result.budget` where both sides' kept rewrites hold it, else at the smaller of the two rewritten totals: a
+    rewrite changes each document's length, and not by the same factor on both sides. `order`: each side's rewrite
+    sources in draw order (the set's documents first), default the order of OUT/<variant>. Rewrites left out are
+    listed in <variant>_rewrite/rejects/rematch_surplus.jsonl; each data file is replaced whole."""
     tables = {v: pq.read_table(output / f"{v}_rewrite" / "data") for v in VARIANTS}
     result.tokens_before = {v: int(sum(t.column("n_tokens").to_pylist())) for v, t in tables.items()}
-    target = min(result.tokens_before.values())
-    if target == 0:
+    smaller = min(result.tokens_before.values())
+    if smaller == 0:
         result.rematch_note = "not re-matched: no rewrite was kept on one side"
         return
+    budget = result.budget
+    target = budget if budget is not None and smaller >= budget * (1 - tolerance / 2) else smaller
     # Rewrites in the order of their sources' draw, as the sets were: the re-match keeps the same sample.
     pools = {v: [Candidate(r["id"], r["n_tokens"], None) for r in t.select(["id", "n_tokens"]).to_pylist()]
              for v, t in tables.items()}
     for v in VARIANTS:
-        order = {i: n for n, i in enumerate(pq.read_table(output / v / "data", columns=["id"]).column("id").to_pylist())}
-        pools[v].sort(key=lambda c: order.get(c.id, len(order)))
+        ids = order[v] if order else pq.read_table(output / v / "data", columns=["id"]).column("id").to_pylist()
+        position = {i: n for n, i in enumerate(ids)}
+        pools[v].sort(key=lambda c: position.get(c.id, len(position)))
     try:
         ids_e, ids_m, report = match_pools(pools["enriched"], pools["minimized"], target, tolerance, length_bins,
                                            length_match="best")
     except CPTError as error:
         result.rematch_note = f"not re-matched: {error}"
         return
-    import pyarrow.compute as pc
-
-    for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
+    for variant, ids in zip(VARIANTS, (ids_e, ids_m), strict=True):
         keep = set(ids)
         table = tables[variant]
         mask = pa.array([i in keep for i in table.column("id").to_pylist()])
         path = output / f"{variant}_rewrite" / "data" / "train-00000.parquet"
+        surplus_path = output / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl"
         pq.write_table(table.filter(mask), f"{path}{PARTIAL}")
-        with open(output / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl", "w") as surplus:
+        with open(f"{surplus_path}{PARTIAL}", "w") as surplus:
             surplus.writelines(json.dumps({"reason": "rematch_surplus: left out to match the other set's tokens", **row})
                                + "\n" for row in table.filter(pc.invert(mask)).select(["id", "n_tokens"]).to_pylist())
         os.replace(f"{path}{PARTIAL}", path)
+        os.replace(f"{surplus_path}{PARTIAL}", surplus_path)
         result.kept[variant] = len(keep)
     result.tokens = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
     result.rematched, result.rematch_ks = True, report.ks_statistic
-    result.rematch_note = f"re-matched at {target:,} tokens (the smaller rewritten total)"
+    if target == budget:
+        result.rematch_note = f"re-matched at the budget, {target:,} tokens"
+    else:
+        short = min(VARIANTS, key=result.tokens_before.__getitem__)
+        result.rematch_note = (f"re-matched at {target:,} tokens, the smaller rewritten total"
+                               + (f": the {short} rewrites hold less than the budget {budget:,} after {result.rounds} "
+                                  f"round(s) ({result.sources.get(short, {}).get('documents', 0):,} documents rewritten)"
+                                  if budget is not None else ""))
 
 
-def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, tasks: int = 1, workers: int = 1,
-                progress: bool = True, executor: ExecutorOptions | None = None, overwrite: bool = False) -> RewriteResult:
-    """Rewrites OUT/enriched and OUT/minimized into OUT/<variant>_rewrite, one model server per task, on `executor`
-    (Slurm: raises JobSubmitted; rerun once the job is done). Earlier rewrites of other sets, or by another model or
-    prompt, are refused unless `overwrite`, which removes them and rewrites again."""
+# Rewrite rounds: the first rewrites each set and --rewrite-oversample more source tokens from its pool; each later
+# round rewrites, from the rest of the pool, what the kept rewrites still lack at the rate observed so far.
+REWRITE_ROUNDS = 4
+
+
+def rewrite_sources(chosen: list[str], pool: list[Candidate], length_range: list[int] | None = None) -> list[Candidate]:
+    """What a side may rewrite, in order: the set's documents (in draw order), then the rest of its pool in draw
+    order (inside the common length range where the matching used one)."""
+    ids = set(chosen)
+    extra = [c for c in pool if c.id not in ids
+             and (length_range is None or length_range[0] <= c.n_tokens <= length_range[1])]
+    return [c for c in pool if c.id in ids] + extra
+
+
+def _round_sources(sources: list[Candidate], taken: int, in_set: int, want_tokens: float) -> int:
+    """How many of `sources` the next round takes in all: at least the set, then documents beyond it until they
+    bring `want_tokens` more source tokens."""
+    end, added = max(taken, in_set), 0
+    while end < len(sources) and added < want_tokens:
+        added += sources[end].n_tokens
+        end += 1
+    return end
+
+
+def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, pool_files: list[str],
+                sources: dict[str, list[Candidate]], in_set: dict[str, int], budget: int, oversample: float = 1.25,
+                tolerance: float = 0.01, tasks: int = 1, workers: int = 1, progress: bool = True,
+                executor: ExecutorOptions | None = None, overwrite: bool = False) -> RewriteResult:
+    """Rewrites each side's `sources` (its set's `in_set` documents first, then more of its pool) into
+    OUT/<variant>_rewrite, in rounds (REWRITE_ROUNDS at most), one model server per task, on `executor` (Slurm:
+    raises JobSubmitted; rerun once the job is done). Round 0 takes the set plus `oversample - 1` times the budget in
+    source tokens; a later round runs while a side's kept rewrites hold less than the budget plus half that margin,
+    taking the source tokens they lack divided by the rewritten-to-source token rate seen so far. Each round is one
+    LLM job (OUT/.curate/rewrite/round-N): the same configuration resumes, another is refused unless `overwrite`,
+    which removes every round and rewrites again."""
     executor = executor or LOCAL
     options.validate(executor.gpus_per_task)
+    if oversample < 1:
+        raise CPTError("--rewrite-oversample must be at least 1")
     prompts = RewritePrompts.load()
     # Absolute: Ray and Slurm workers need not share this process's working directory.
-    stage = output.resolve() / STATE / "rewrite"
-    config_path = stage / "config.json"
-    # The sets are written anew by every run: what they hold, not their file times, decides whether earlier
-    # rewrites and checkpoints still apply.
-    config = {**asdict(options), "prompt_version": prompts.version,
-              "inputs": {v: _content_fingerprint(output / v / "data") for v in VARIANTS}}
-    claim_job(config_path, config, "rewrites", "pass --overwrite to rewrite again", overwrite=overwrite, run=[stage])
+    root = output.resolve() / STATE / "rewrite"
+    if overwrite:
+        shutil.rmtree(root, ignore_errors=True)
+    # The pool is written anew by every run: what it holds, not its file times, decides whether earlier rewrites
+    # and checkpoints still apply.
+    pool_print = _content_fingerprint(pool_files)
+    tokenizer = load_tokenizer(tokenizer_name)
+    result = RewriteResult(prompt_version=prompts.version, budget=budget)
+    taken = dict.fromkeys(VARIANTS, 0)
+    goal, enough = budget * oversample, budget * (1 + (oversample - 1) / 2)
+    started = time.perf_counter()
+    files: list[str] = []
+    for round_index in range(REWRITE_ROUNDS):
+        ends = {}
+        for v in VARIANTS:
+            if round_index == 0:
+                ends[v] = _round_sources(sources[v], 0, in_set[v], goal - sum(c.n_tokens for c in sources[v][:in_set[v]]))
+                continue
+            kept, rewritten = result.tokens.get(v, 0), sum(c.n_tokens for c in sources[v][:taken[v]])
+            if kept >= enough or kept == 0:  # enough, or no rate to go by: nothing kept (the card says so)
+                ends[v] = taken[v]
+                continue
+            ends[v] = _round_sources(sources[v], taken[v], in_set[v], (goal - kept) * rewritten / kept)
+        if round_index and all(ends[v] == taken[v] for v in VARIANTS):
+            break
+        ids = {v: [c.id for c in sources[v][taken[v]:ends[v]]] for v in VARIANTS}
+        files += _rewrite_round(root / f"round-{round_index}", ids, pool_files, pool_print, options, prompts, tasks,
+                                workers, progress, executor)
+        taken = ends
+        result.rounds = round_index + 1
+        for variant in VARIANTS:
+            _write_rewrite(output / f"{variant}_rewrite", variant, files, tokenizer, options, prompts.version, result)
+    result.seconds = time.perf_counter() - started
+    result.sources = {v: {"documents": taken[v], "from_set": min(taken[v], in_set[v]),
+                          "source_tokens": sum(c.n_tokens for c in sources[v][:taken[v]])} for v in VARIANTS}
+    return result
+
+
+def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str], pool_print: list,
+                   options: RewriteOptions, prompts: RewritePrompts, tasks: int, workers: int, progress: bool,
+                   executor: ExecutorOptions) -> list[str]:
+    """One rewrite job over the pool documents `ids` (variant -> ids); returns its finished output files."""
+    digest = hashlib.md5(json.dumps(ids, sort_keys=True).encode()).hexdigest()
+    config = {**asdict(options), "prompt_version": prompts.version, "inputs": {"pool": pool_print, "ids": digest}}
+    claim_job(stage / "config.json", config, "rewrites", "pass --overwrite to rewrite again", run=[stage])
     source = stage / "input" / "documents.parquet"
     if not source.exists():
         source.parent.mkdir(parents=True, exist_ok=True)
+        chosen = pa.table({"id": [i for v in VARIANTS for i in ids[v]], "variant": [v for v in VARIANTS for _ in ids[v]]})
         with duckdb.connect() as connection:
-            union = " UNION ALL ".join(
-                f"SELECT id, text, '{v}' AS variant FROM read_parquet('{output / v / 'data'}/*.parquet')" for v in VARIANTS)
-            connection.execute(f"COPY ({union}) TO '{source}.partial' (FORMAT parquet)")
-        os.replace(f"{source}.partial", source)
+            connection.register("chosen", chosen)
+            connection.execute(f"COPY (SELECT p.id, p.text, c.variant FROM read_parquet($f) p JOIN chosen c "
+                               f"ON p.id = c.id AND p.pool = c.variant) TO '{source}{PARTIAL}' (FORMAT parquet)",
+                               {"f": pool_files})
+        os.replace(f"{source}{PARTIAL}", source)
     raw = stage / "raw"
     runner = CurateInferenceRunner(
         rollout_fn=rewrite_rollout,
@@ -948,23 +1044,18 @@ def run_rewrite(output: Path, options: RewriteOptions, tokenizer_name: str, task
         metadata_key=REWRITE_KEY,
         skip_bad_requests=True,
     )
-    started = time.perf_counter()
     run_job([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
             executor, tasks, workers, stage / "logs", "curate-cpt-rewrite", "rewrite")
-    result = RewriteResult(prompt_version=prompts.version, seconds=time.perf_counter() - started)
-    tokenizer = load_tokenizer(tokenizer_name)
-    files = sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
-    for variant in VARIANTS:
-        _write_rewrite(output / f"{variant}_rewrite", variant, files, tokenizer, options, prompts.version, result)
-    return result
+    return sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
 
 
-def _content_fingerprint(folder: Path) -> list:
-    """Rows and a digest of every (id, text), in id order."""
+def _content_fingerprint(folder: Path | list[str]) -> list:
+    """Rows and a digest of every (id, text), in id order (a folder, or a list of parquet files)."""
+    files = folder if isinstance(folder, list) else parquet_files(folder)
     with duckdb.connect() as connection:
         return list(connection.sql(
             "SELECT count(*), md5(coalesce(string_agg(md5(id || chr(0) || text), '' ORDER BY id), '')) "
-            "FROM read_parquet($f)", params={"f": parquet_files(folder)}).fetchall()[0])
+            "FROM read_parquet($f)", params={"f": files}).fetchall()[0])
 
 
 def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer, options: RewriteOptions,
@@ -1133,7 +1224,7 @@ def export_dataset(dataset: Path, exports: Path, tokenizer: str, pack_length: in
 # Cards
 # --------------------------------------------------------------------------------------------- #
 def _length_histogram(connection, files: list[str]) -> list[tuple[str, int, int]]:
-    cases = " ".join(f"WHEN n_tokens < {hi} THEN '{lo}-{hi - 1}'" for lo, hi in zip(LENGTH_EDGES, LENGTH_EDGES[1:]))
+    cases = " ".join(f"WHEN n_tokens < {hi} THEN '{lo}-{hi - 1}'" for lo, hi in itertools.pairwise(LENGTH_EDGES))
     order = " ".join(f"WHEN n_tokens < {hi} THEN {i}" for i, hi in enumerate(LENGTH_EDGES[1:]))
     return connection.sql(
         f"SELECT CASE {cases} ELSE '>={LENGTH_EDGES[-1]}' END AS bucket, count(*), sum(n_tokens) FROM read_parquet($f) "
@@ -1159,32 +1250,162 @@ class SolutionFilter:
     kept: dict[str, int] = field(default_factory=dict)  # pool -> documents kept
     rejected_by: dict[str, dict[str, int]] = field(default_factory=dict)  # pool -> reason -> documents
     rejected: set[str] = field(default_factory=set)
+    model: str | None = None  # the LLM judge's model
 
     def summary(self) -> dict:
-        return {"judge": self.judge, "version": self.version, "kept": self.kept, "rejected": self.rejected_by}
+        return {"judge": self.judge, "version": self.version, "model": self.model, "kept": self.kept,
+                "rejected": self.rejected_by}
 
 
-def filter_solutions(pool_files: list[str], judge: str, rejects_path: Path, batch_size: int = 1024) -> SolutionFilter:
-    """--require-solution: judges every pool document (problem and worked solution?) and writes one reject line per
-    document without both, with its reason (`no_problem` / `no_solution`) and the judge's version."""
-    from curate.classifiers.solution import CUE_VERSION, judge_by_cues
+@dataclass(frozen=True)
+class SolutionJudgeOptions(ServerOptions):
+    """--require-solution llm: the server (ServerOptions) plus the judge's own budgets."""
 
-    result = SolutionFilter(judge=judge, version=CUE_VERSION)
+    tp: int | None = 1
+    tokenizer: str | None = None  # the model's tokenizer, for truncation (default: the model)
+    max_doc_tokens: int = 3072
+    max_answer_tokens: int = 256  # room for a short reasoning before the JSON object
+    records_per_chunk: int = 500
+
+    def context_tokens(self) -> int:
+        """One request: the document, the prompt (under 1024 tokens) and the answer."""
+        return self.max_doc_tokens + self.max_answer_tokens + 1024
+
+
+SOLUTION_KEY = "curate_solution"
+SOLUTION_SCHEMA = pa.schema([
+    ("id", pa.string()), ("pool", pa.string()), ("contain_problem", pa.bool_()), ("contain_solution", pa.bool_()),
+    ("reason", pa.string()), ("raw", pa.string()), ("finish_reason", pa.string()), ("truncated", pa.bool_()),
+])
+
+
+@contextmanager
+def solution_context(prompt: SolutionPrompt, tokenizer: str, max_doc_tokens: int, max_answer_tokens: int,
+                     progress: bool):
+    from tqdm import tqdm
+
+    bar = tqdm(desc="is_solution", unit="doc", disable=not progress, dynamic_ncols=True)
+    try:
+        yield {"prompt": prompt, "truncator": Truncator(tokenizer, max_doc_tokens), "max_answer_tokens": max_answer_tokens,
+               "bar": bar}
+    finally:
+        bar.close()
+
+
+async def solution_rollout(document, generate, prompt: SolutionPrompt, truncator, max_answer_tokens: int, bar) -> dict:
+    """One document, one request, always one verdict row: a failed request or an unreadable answer is a verdict with
+    an `error: ...` reason (the document is then rejected as unjudged), never a crash or a guess."""
+    from datatrove.pipeline.inference.servers.base import ServerError
+    from datatrove.pipeline.inference.types import InferenceError
+
+    row = {"pool": document.metadata["pool"], "contain_problem": None, "contain_solution": None, "reason": None,
+           "raw": None, "finish_reason": None, "truncated": False}
+    try:
+        text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
+    except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is rejected with its reason
+        bar.update(1)
+        return {**row, "reason": f"error: tokenize: {type(error).__name__}: {error}"}
+    payload = {"messages": prompt.messages(text), "max_tokens": max_answer_tokens, "temperature": 0.0}
+    try:
+        result = await generate(payload)
+    except ServerError:
+        raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
+    except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
+        bar.update(1)
+        message = error.error if isinstance(error, InferenceError) else error
+        return {**row, "reason": f"error: request: {type(error).__name__}: {str(message)[:300]}"}
+    judgement = parse_solution_answer(result.text)
+    bar.update(1)
+    return {**row, "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
+            "reason": judgement.reason, "raw": result.text, "finish_reason": result.finish_reason}
+
+
+class SolutionWriter(AtomicOutput, ParquetWriter):
+    """One parquet file per checkpoint chunk, written as NAME.partial and renamed when the chunk closes."""
+
+    name = "📒 is_solution verdicts"
+
+    def __init__(self, output_folder: str):
+        super().__init__(output_folder, output_filename="verdicts_${rank}_${chunk_index}.parquet", schema=SOLUTION_SCHEMA,
+                         adapter=lambda _w, d: {**d.metadata[SOLUTION_KEY][0], "id": d.id},
+                         use_content_defined_chunking=False, max_file_size=-1)
+
+
+def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudgeOptions, tasks: int = 1,
+                       workers: int = 1, progress: bool = True, executor: ExecutorOptions | None = None,
+                       overwrite: bool = False) -> tuple[dict[str, dict], str]:
+    """Asks the model the is_solution question about every pool document, on `executor` (Slurm: raises JobSubmitted;
+    rerun once the job is done), into `stage`; returns {id: verdict row} and the prompt version. The job's
+    configuration (server, budgets, prompt version, the pool's content) decides whether an earlier run in `stage`
+    resumes or is refused (`overwrite` starts over), as for the rewrite."""
+    executor = executor or LOCAL
+    options.validate(executor.gpus_per_task)
+    prompt = SolutionPrompt.load()
+    stage = stage.resolve()  # Ray and Slurm workers need not share this process's working directory
+    source = stage / "input" / "documents.parquet"
+    config = {**asdict(options), "prompt_version": prompt.version, "inputs": _content_fingerprint(pool_files)}
+    claim_job(stage / "config.json", config, "is_solution verdicts", "pass --overwrite to judge again",
+              overwrite=overwrite, run=[stage])
+    if not source.exists():
+        source.parent.mkdir(parents=True, exist_ok=True)
+        with duckdb.connect() as connection:
+            connection.execute(f"COPY (SELECT id, text, pool FROM read_parquet($f)) TO '{source}{PARTIAL}' (FORMAT parquet)",
+                               {"f": pool_files})
+        os.replace(f"{source}{PARTIAL}", source)
+    raw = stage / "raw"
+    runner = CurateInferenceRunner(
+        rollout_fn=solution_rollout,
+        config=inference_config(options, str(stage / "logs" / "server"), executor.gpus_per_task,
+                                context_tokens=options.context_tokens()),
+        output_writer=SolutionWriter(str(raw)),
+        shared_context=partial(solution_context, prompt, options.tokenizer or options.model, options.max_doc_tokens,
+                               options.max_answer_tokens, progress),
+        checkpoints_local_dir=str(stage / "checkpoints"),
+        records_per_chunk=options.records_per_chunk,
+        metadata_key=SOLUTION_KEY,
+        skip_bad_requests=True,
+    )
+    run_job([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
+            executor, tasks, workers, stage / "logs", "curate-cpt-is-solution", "is_solution")
+    files = sorted(str(p) for p in raw.glob("verdicts_*.parquet"))
+    rows = pq.read_table(files, schema=SOLUTION_SCHEMA).to_pylist() if files else []
+    return {r["id"]: r for r in rows}, prompt.version
+
+
+def filter_solutions(pool_files: list[str], judge: str, rejects_path: Path, verdicts: dict[str, dict] | None = None,
+                     version: str = CUE_VERSION, model: str | None = None, batch_size: int = 1024) -> SolutionFilter:
+    """--require-solution: every pool document judged (problem and worked solution?), by the cue rule or from the
+    LLM judge's `verdicts`; one reject line per document without both, with its reason (`no_problem`, `no_solution`,
+    or `error: ...` for an answer that could not be read, with the raw answer) and the judge's version."""
+    if judge not in JUDGES:
+        raise CPTError(f"--solution-judge must be one of {', '.join(JUDGES)}, not {judge!r}")
+    result = SolutionFilter(judge=judge, version=version, model=model)
     rejects_path.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{rejects_path}{PARTIAL}", "w") as rejects:
         for path in pool_files:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["id", "pool", "text"]):
                 for row in batch.to_pylist():
-                    judgement = judge_by_cues(row["text"])
+                    raw = None
+                    if verdicts is None:
+                        judgement = judge_by_cues(row["text"])
+                    elif row["id"] in verdicts:
+                        verdict = verdicts[row["id"]]
+                        judgement = SolutionJudgement(verdict["contain_problem"], verdict["contain_solution"],
+                                                      verdict["reason"])
+                        raw = verdict["raw"]
+                    else:  # only when the judge's output lost a row: rejected, and said so
+                        judgement = SolutionJudgement(None, None, "error: no verdict from the judge")
                     if judgement.kept:
                         result.kept[row["pool"]] = result.kept.get(row["pool"], 0) + 1
                         continue
                     reasons = result.rejected_by.setdefault(row["pool"], {})
-                    reasons[judgement.reason] = reasons.get(judgement.reason, 0) + 1
+                    key = judgement.reason.split(":")[0]  # error: ... counted as `error`; the line keeps it whole
+                    reasons[key] = reasons.get(key, 0) + 1
                     result.rejected.add(row["id"])
                     rejects.write(json.dumps({
                         "reason": f"{judgement.reason}: judged by {result.version}", "id": row["id"], "pool": row["pool"],
                         "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
+                        **({"model": model, "raw": raw} if verdicts is not None else {}),
                     }, ensure_ascii=False) + "\n")
     os.replace(f"{rejects_path}{PARTIAL}", rejects_path)
     return result
@@ -1222,7 +1443,8 @@ def _length_matching_row(parameters: dict, report: MatchReport) -> str:
     return text + strata + " |"
 
 
-def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: RewriteOptions | None) -> str:
+def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: RewriteOptions | None,
+                      solution_judge: SolutionJudgeOptions | None = None) -> str:
     """`curate cpt` with every option this build used (tags by absolute path, as the card records them)."""
     import shlex
 
@@ -1239,15 +1461,20 @@ def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: 
              "--pack-length", str(parameters["pack_length"]), "--pack-format", parameters["pack_format"],
              "--license", parameters["license"]]
     if parameters.get("require_solution"):
-        parts += ["--require-solution"]
+        parts += ["--require-solution", "--solution-judge", parameters["require_solution"]]
     if spec.is_hub:
         parts += ["--split", spec.split]
     if parameters["domain_key"]:
         parts += ["--domain-key", parameters["domain_key"]]
     if rewrite is not None:
         parts += ["--rewrite", "--model", rewrite.model, "--backend", rewrite.backend,
-                  "--max-doc-tokens", str(rewrite.max_doc_tokens), "--max-new-tokens", str(rewrite.max_new_tokens)]
+                  "--max-doc-tokens", str(rewrite.max_doc_tokens), "--max-new-tokens", str(rewrite.max_new_tokens),
+                  "--rewrite-oversample", str(parameters["rewrite_oversample"])]
         parts += ["--endpoint-url", rewrite.endpoint_url] if rewrite.endpoint_url else []
+    elif solution_judge is not None:  # the judge's server, when no rewrite names it
+        parts += ["--model", solution_judge.model, "--backend", solution_judge.backend,
+                  "--max-doc-tokens", str(solution_judge.max_doc_tokens)]
+        parts += ["--endpoint-url", solution_judge.endpoint_url] if solution_judge.endpoint_url else []
     return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
 
 
@@ -1288,7 +1515,9 @@ def _matching_table(parameters: dict, report: MatchReport) -> str:
          f"{pools.get('minimized', 0):,} / {pools.get('neither', 0):,} / {pools.get('ambiguous_ids', 0):,} |"),
         (f"| enriched / minimized | {report.enriched_documents:,} documents, {report.enriched_tokens:,} tokens / "
          f"{report.minimized_documents:,} documents, {report.minimized_tokens:,} tokens |"),
-        *([(f"| --require-solution (`{parameters['solutions']['version']}`): documents kept / rejected per pool | "
+        *([(f"| --require-solution ({parameters['solutions']['judge']}: `{parameters['solutions']['version']}`"
+            + (f", `{parameters['solutions']['model']}`" if parameters["solutions"].get("model") else "")
+            + "): documents kept / rejected per pool | "
             + " / ".join(f"{v} {parameters['solutions']['kept'].get(v, 0):,} kept, "
                          + (", ".join(f"{n:,} {r}" for r, n in parameters["solutions"]["rejected"].get(v, {}).items())
                             or "0 rejected") for v in VARIANTS) + " |")]
@@ -1392,12 +1621,19 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
 
 def _rematch_table(result: RewriteResult, parameters: dict) -> str:
     matched = parameters.get("matched_tokens") or {}
-    rows = [f"| {v} | {matched.get(v, 0):,} | {result.tokens_before.get(v, 0):,} | {result.tokens.get(v, 0):,} |"
-            for v in VARIANTS]
+    rows = []
+    for v in VARIANTS:
+        source = result.sources.get(v, {})
+        rows.append(f"| {v} | {matched.get(v, 0):,} | {source.get('documents', 0):,} ({source.get('from_set', 0):,} from the "
+                    f"set, {source.get('documents', 0) - source.get('from_set', 0):,} more of its pool), "
+                    f"{source.get('source_tokens', 0):,} tokens | {result.tokens_before.get(v, 0):,} | "
+                    f"{result.tokens.get(v, 0):,} |")
     return (f"{result.rematch_note or 'not re-matched'}"
             + (f"; length KS after the re-match {result.rematch_ks:.4f}" if result.rematch_ks is not None else "")
-            + f".\n\n| set | source tokens (budget {parameters['budget']:,}) | all kept rewrites | after the re-match |"
-            "\n|---|---|---|---|\n" + "\n".join(rows))
+            + f". Rewritten in {result.rounds} round(s), the first with --rewrite-oversample "
+              f"{parameters.get('rewrite_oversample')} times the budget in source tokens."
+            + f"\n\n| set | source set tokens (budget {parameters['budget']:,}) | documents rewritten | "
+              "all kept rewrites | after the re-match |\n|---|---|---|---|---|\n" + "\n".join(rows))
 
 
 def write_rewrite_card(output: Path, variant: str, result: RewriteResult, options: RewriteOptions, parameters: dict) -> None:
@@ -1420,7 +1656,7 @@ def write_rewrite_card(output: Path, variant: str, result: RewriteResult, option
              else "plain numbered steps")
     card = render_card(
         card_data,
-        summary=f"{kept:,} documents of `../{variant}` rewritten as question / thoughts / answer, "
+        summary=f"{kept:,} documents of `../{variant}`'s pool rewritten as question / thoughts / answer, "
                 f"{result.tokens[variant]:,} tokens of `text` ({Path(parameters['tokenizer']).name} tokenizer).",
         method=f"Each document was rewritten by `{options.model}` ({options.backend}) with prompt `{result.prompt_version}` "
                f"(thoughts: {style}) at temperature 0; every row keeps its source `id`.",
@@ -1436,9 +1672,10 @@ def write_rewrite_card(output: Path, variant: str, result: RewriteResult, option
         load=CPT_LOAD,
         limitations=f"Documents were cut to {options.max_doc_tokens:,} model tokens at a line break before rewriting, and "
                     f"generation was limited to {options.max_new_tokens:,} tokens. Token totals of the two rewritten sets "
-                    "are re-matched where both sides kept rewrites (see above), below the source budget when the rewrites are "
-                    "shorter than their sources. The rewriting model may drop or invent steps; nothing checks the rewrite against "
-                    "its source beyond its form.",
+                    "are re-matched at the budget where both sides kept rewrites enough (see above; rewrites of more "
+                    "documents of the same pool than the set held make up for rewrites shorter than their sources, so a "
+                    "rewritten set is not the rewrite of exactly its source set), and below it where the pool ran out. The "
+                    "rewriting model may drop or invent steps; nothing checks the rewrite against its source beyond its form.",
     )
     save_card(card, output)
 
@@ -1473,7 +1710,9 @@ def run_cpt(
     decontam: str | None = None,
     benchmarks_dir: str | Path | None = None,
     rewrite: RewriteOptions | None = None,
+    rewrite_oversample: float = 1.25,
     require_solution: str | None = None,
+    solution_judge: SolutionJudgeOptions | None = None,
     pack_length: int = 4096,
     pack_format: str = "parquet",
     export: bool = True,
@@ -1493,9 +1732,12 @@ def run_cpt(
     if oversample < 1:
         raise CPTError("--oversample must be at least 1")
     length_match = length_match_mode(length_match)
-    if require_solution not in (None, "cues"):
-        raise CPTError(f"require_solution must be 'cues', not {require_solution!r}: the LLM judge's prompt and parser "
-                       "(curate/classifiers/solution.py) are not wired into cpt yet")
+    if require_solution not in (None, *JUDGES):
+        raise CPTError(f"--solution-judge must be one of {', '.join(JUDGES)}, not {require_solution!r}")
+    if require_solution == "llm" and solution_judge is None:
+        raise CPTError("--solution-judge llm needs --model (and --backend) for the judge's server")
+    if solution_judge is not None and require_solution != "llm":
+        raise CPTError("judge server options apply to --require-solution --solution-judge llm only")
     if not 0 <= length_trim < 0.5:
         raise CPTError("--length-trim must be at least 0 and below 0.5")
     state = output / STATE
@@ -1557,12 +1799,26 @@ def run_cpt(
         rows = connection.sql("SELECT id, pool, n_tokens, domain FROM read_parquet($f) ORDER BY draw",
                               params={"f": pool_files}).fetchall()
     solutions = None
-    if require_solution:
+    if require_solution == "llm":
+        verdicts, version = run_solution_judge(pool_files, state / "solution", solution_judge, tasks=tasks,
+                                               workers=workers, progress=progress, executor=executor, overwrite=overwrite)
+        solutions = filter_solutions(pool_files, "llm", output / "rejects" / "require_solution.jsonl", verdicts,
+                                     version, solution_judge.model)
+    elif require_solution:
         solutions = filter_solutions(pool_files, require_solution, output / "rejects" / "require_solution.jsonl")
+    if solutions is not None:
         rows = [r for r in rows if r[0] not in solutions.rejected]
     candidates = {v: [Candidate(i, n, d) for i, p, n, d in rows if p == v] for v in VARIANTS}
-    ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance, length_bins,
-                                       length_match=length_match, length_trim=0.0)
+    try:
+        ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance,
+                                           length_bins, length_match=length_match, length_trim=0.0)
+    except CPTError as error:
+        if solutions is None:
+            raise
+        rejected = {v: sum(solutions.rejected_by.get(v, {}).values()) for v in VARIANTS}
+        raise CPTError(f"{error} (after --require-solution by {solutions.version}: enriched {solutions.kept.get('enriched', 0):,} "
+                       f"kept / {rejected['enriched']:,} rejected, minimized {solutions.kept.get('minimized', 0):,} kept / "
+                       f"{rejected['minimized']:,} rejected; reasons in {output / 'rejects' / 'require_solution.jsonl'})") from None
     if set(ids_e) & set(ids_m):
         raise AssertionError("a document was selected into both sets")  # excluded by construction; never write such a pair
 
@@ -1574,9 +1830,10 @@ def run_cpt(
         "length_removed": length_removed(pools, report), "dedup": dedup, "decontam": decontam,
         "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "pools": pools, "license": license,
         "pack_length": pack_length, "pack_format": pack_format, "require_solution": require_solution,
+        "rewrite_oversample": rewrite_oversample if rewrite is not None else None,
         "solutions": solutions.summary() if solutions else None,
     }
-    parameters["command"] = reproduce_command(parameters, spec, output, rewrite)
+    parameters["command"] = reproduce_command(parameters, spec, output, rewrite, solution_judge)
     parameters["matched_tokens"] = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
     with duckdb.connect() as connection:
         for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
@@ -1595,10 +1852,16 @@ def run_cpt(
 
     datasets = list(VARIANTS)
     if rewrite is not None:
-        result.rewrite = run_rewrite(output, rewrite, tokenizer, tasks=tasks, workers=workers, progress=progress,
-                                     overwrite=overwrite,
-                                     executor=executor)
-        rematch_rewrites(output, result.rewrite, tolerance, length_bins)
+        # Rewrites change lengths, not by the same factor on both sides: each side rewrites its set plus more of its
+        # pool, so that both rewritten sets can be matched at the budget again.
+        sources = {v: rewrite_sources(ids, candidates[v], report.length_range)
+                   for v, ids in zip(VARIANTS, (ids_e, ids_m), strict=True)}
+        result.rewrite = run_rewrite(output, rewrite, tokenizer, pool_files, sources,
+                                     {"enriched": len(ids_e), "minimized": len(ids_m)}, budget,
+                                     oversample=rewrite_oversample, tolerance=tolerance, tasks=tasks, workers=workers,
+                                     progress=progress, executor=executor, overwrite=overwrite)
+        rematch_rewrites(output, result.rewrite, tolerance, length_bins,
+                         order={v: [c.id for c in sources[v]] for v in VARIANTS})
         for variant in VARIANTS:
             write_rewrite_card(output / f"{variant}_rewrite", variant, result.rewrite, rewrite, parameters)
         datasets += [f"{v}_rewrite" for v in VARIANTS]

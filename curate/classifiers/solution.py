@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from curate.classifiers.llm import read_prompt_files
+
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "is_solution_v1"
 # v2 (read on 80 Stack Exchange texts, 40 kept and 40 rejected by v1: 9 of v1's 40 kept held a problem and its
 # solution): a task verb counts in its bare form only ("find", not "finding" or "factors through"); a premise
@@ -91,8 +93,6 @@ class SolutionPrompt:
 
     @classmethod
     def load(cls, directory: Path = PROMPTS_DIR) -> SolutionPrompt:
-        from curate.classifiers.llm import read_prompt_files
-
         texts, version = read_prompt_files(directory)
         return cls(texts["system"], texts["document"], texts["question"], version)
 

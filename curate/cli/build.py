@@ -514,10 +514,16 @@ def cpt(
     decontam: Annotated[Optional[str], typer.Option(help="Remove candidates overlapping these benchmarks.")] = None,
     benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     rewrite: Annotated[bool, typer.Option("--rewrite", help="Rewrite both sets as question / thoughts / answer.")] = False,
+    rewrite_oversample: Annotated[float, typer.Option(help="--rewrite: source tokens rewritten first, as a multiple of "
+                                                      "the budget (the set plus more of its pool); later rounds "
+                                                      "rewrite what the kept rewrites still lack, so that both "
+                                                      "rewritten sets are matched at the budget.", min=1.0)] = 1.25,
     require_solution: Annotated[bool, typer.Option("--require-solution", help="Keep only documents that state a problem "
-                                                   "and work out its solution (a CPU cue rule); the others are "
-                                                   "rejected with their reason.")] = False,
-    model: Annotated[Optional[str], typer.Option(help="--rewrite: the model (path or name).")] = None,
+                                                   "and work out its solution (judged by --solution-judge); the "
+                                                   "others are rejected with their reason.")] = False,
+    solution_judge: Annotated[str, typer.Option(help="--require-solution: cues (a CPU rule) or llm (the is_solution "
+                                                "prompt on --model / --backend, the server --rewrite uses).")] = "cues",
+    model: Annotated[Optional[str], typer.Option(help="--rewrite / --solution-judge llm: the model (path or name).")] = None,
     backend: Annotated[str, typer.Option(help="--rewrite: vllm, endpoint or transformers.")] = "transformers",
     endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY.")] = None,
     max_doc_tokens: Annotated[int, typer.Option(help="--rewrite: documents cut to this many model tokens.", min=16)] = 3072,
@@ -549,7 +555,7 @@ def cpt(
 
         curate cpt --tags /shared/tags/cues_v3 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
-    from curate.builders.cpt import CPTError, CPTSelection, RewriteOptions, run_cpt
+    from curate.builders.cpt import CPTError, CPTSelection, RewriteOptions, SolutionJudgeOptions, run_cpt
 
     chosen = parse_behavior_list(behaviors)
     if not chosen:
@@ -560,8 +566,15 @@ def cpt(
     spec = input_spec(texts, text_key, id_key, split, streaming)
     options = RewriteOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
                              max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
-    if gpus_per_task and not rewrite:
-        fail("--gpus-per-task applies to --rewrite only")
+    if solution_judge not in ("cues", "llm"):
+        raise CPTError(f"--solution-judge must be cues or llm, not {solution_judge!r}")
+    judge_llm = require_solution and solution_judge == "llm"
+    if judge_llm and not model:
+        raise CPTError("--solution-judge llm needs --model")
+    judge = SolutionJudgeOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
+                                 tp=tp, dp=dp, concurrency=concurrency) if judge_llm else None
+    if gpus_per_task and not (rewrite or judge_llm):
+        fail("--gpus-per-task applies to --rewrite and --solution-judge llm only")
     from curate.pipelines.state import folder_signature
     from curate.pipelines.tag import file_fingerprints
 
@@ -571,6 +584,8 @@ def cpt(
             "domain_key": domain_key, "text_key": text_key, "id_key": id_key, "split": split, "dedup": dedup,
             "decontam": decontam, "benchmarks_dir": benchmarks_dir, "rewrite": rewrite, "model": model,
             "max_doc_tokens": max_doc_tokens, "max_new_tokens": max_new_tokens, "pack_length": pack_length,
+            "rewrite_oversample": rewrite_oversample, "require_solution": require_solution,
+            "solution_judge": solution_judge,
             "pack_format": pack_format, "license": license}
     # An unfinished run (a Slurm stage submitted, an interrupt) keeps its record: the same command continues it.
     claim = claim_output(output, "cpt", what, overwrite=overwrite,
@@ -580,7 +595,8 @@ def cpt(
     result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
                      length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
                      rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
-                     require_solution="cues" if require_solution else None,
+                     require_solution=solution_judge if require_solution else None, solution_judge=judge,
+                     rewrite_oversample=rewrite_oversample,
                      license=license, oversample=oversample, executor=runs_on, overwrite=overwrite)
     claim.finish()
     report = result.report
@@ -609,6 +625,7 @@ def cpt(
             dropped = result.rewrite.dropped[variant]
             rows.append((f"{variant} rewritten", f"{result.rewrite.kept[variant]:,} kept, {sum(dropped.values()):,} dropped "
                                                  f"({', '.join(f'{k}: {v}' for k, v in dropped.items()) or 'none'})"))
+        rows.append(("rewrite budgets", f"{result.rewrite.rematch_note} ({result.rewrite.rounds} round(s))"))
     if result.rejects:
         rows.append(("rejected records", ", ".join(f"{k}: {v:,}" for k, v in result.rejects.items())))
     rows += [("cards", f"{output}/enriched/README.md, {output}/minimized/README.md"), ("exports", str(output / "exports"))]

@@ -47,8 +47,12 @@ class CPTParameters(BaseModel):
     benchmarks_dir: str | None = None
     rewrite: dict | None = Field(None, description="RewriteOptions fields; an endpoint's key comes from the worker's "
                                                    "environment, never from here.")
-    require_solution: Literal["cues"] | None = Field(None, description="Keep only documents with a problem and a "
-                                                     "worked solution, judged by the cue rule.")
+    rewrite_oversample: float = Field(1.25, ge=1, description="With rewrite: source tokens rewritten first, as a "
+                                      "multiple of the budget; later rounds rewrite what is still missing.")
+    require_solution: Literal["cues", "llm"] | None = Field(None, description="Keep only documents with a problem and "
+                                                            "a worked solution, judged by the cue rule or the LLM.")
+    solution_judge: dict | None = Field(None, description="require_solution llm: SolutionJudgeOptions fields (model, "
+                                        "backend, ...); an endpoint's key comes from the worker's environment.")
     pack_length: int = Field(4096, ge=2)
     pack_format: str = "parquet"
     export: bool = True
@@ -87,6 +91,9 @@ class CPTParameters(BaseModel):
 
         self.selection()  # unknown behaviors and an impossible k fail here, before the run
         self.rewrite_options()
+        if (self.require_solution == "llm") != (self.solution_judge is not None):
+            raise ValueError("require_solution 'llm' and solution_judge (the judge's server) go together")
+        self.solution_judge_options()
         tag_files(self.tags)  # CPTError when the folder holds no attribute shards
         check_input(self.spec())
         return self
@@ -104,6 +111,11 @@ class CPTParameters(BaseModel):
 
         return RewriteOptions(**self.rewrite) if self.rewrite is not None else None
 
+    def solution_judge_options(self):
+        from curate.builders.cpt import SolutionJudgeOptions
+
+        return SolutionJudgeOptions(**self.solution_judge) if self.solution_judge is not None else None
+
     def spec(self):
         from curate.pipelines.readers import InputSpec
 
@@ -113,7 +125,8 @@ class CPTParameters(BaseModel):
     def does_remote_io(self) -> bool:
         """A corpus or tokenizer fetched from the Hub, or rewrites by a remote endpoint."""
         hub_tokenizer = not Path(self.tokenizer).expanduser().is_dir()
-        return self.texts.startswith("hf:") or hub_tokenizer or (self.rewrite or {}).get("backend") == "endpoint"
+        endpoint = "endpoint" in ((self.rewrite or {}).get("backend"), (self.solution_judge or {}).get("backend"))
+        return self.texts.startswith("hf:") or hub_tokenizer or endpoint
 
 
 def _cpt_key(context, arguments: dict) -> str:
@@ -137,7 +150,8 @@ def build_cpt(params: CPTParameters) -> dict:
                          length_trim=params.length_trim, dedup=params.dedup, decontam=params.decontam,
                          benchmarks_dir=params.benchmarks_dir, rewrite=params.rewrite_options(),
                          pack_length=params.pack_length, pack_format=params.pack_format, export=params.export,
-                         require_solution=params.require_solution,
+                         require_solution=params.require_solution, solution_judge=params.solution_judge_options(),
+                         rewrite_oversample=params.rewrite_oversample,
                          tasks=params.tasks, workers=params.workers, progress=False, license=params.license,
                          executor=params.executor.options())
     except JobSubmitted as submitted:

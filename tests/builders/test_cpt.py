@@ -20,6 +20,7 @@ from curate.builders.cpt import (
     RewriteOptions,
     RewriteParseError,
     RewriteResult,
+    SolutionJudgeOptions,
     best_effort_targets,
     ks_statistic,
     load_packed_tokens,
@@ -34,6 +35,7 @@ from curate.builders.cpt import (
 from curate.classifiers.solution import CUE_VERSION
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
+from tests.support.scripted_server import ScriptedServer, verdict
 from tests.support.shared import HAS_SERVE, assert_family_card
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -299,7 +301,12 @@ def test_rewrite_through_transformers_serve_counts_garbage(sample_tags, tiny_mod
         assert sum(result.rewrite.dropped[variant].values()) == len(rejects)
         surplus_file = out / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl"
         surplus = [json.loads(l) for l in surplus_file.read_text().splitlines()] if surplus_file.exists() else []
-        assert sorted([r["id"] for r in kept] + [r["id"] for r in rejects] + [r["id"] for r in surplus]) == sorted(sources)
+        rewritten = [r["id"] for r in kept] + [r["id"] for r in rejects] + [r["id"] for r in surplus]
+        # The set and, beyond it, more of the same pool (oversampling before the rewrite), each document once.
+        pool = {r["id"] for r in pq.read_table(out / ".curate" / "pool" / "data", columns=["id", "pool"]).to_pylist()
+                if r["pool"] == variant}
+        assert len(set(rewritten)) == len(rewritten) == result.rewrite.sources[variant]["documents"]
+        assert set(sources) <= set(rewritten) <= pool and result.rewrite.sources[variant]["from_set"] == len(sources)
         # Every kept rewrite is counted before the re-match, in the set or in its surplus.
         assert result.rewrite.tokens_before[variant] == sum(r["n_tokens"] for r in kept + surplus)
         assert all(r["reason"].startswith(("parse:", "request:")) for r in rejects)
@@ -310,6 +317,74 @@ def test_rewrite_through_transformers_serve_counts_garbage(sample_tags, tiny_mod
         assert f"{len(rejects):,} dropped" in card and "rewrite_v1-" in card
         assert "Token budgets before and after the re-match" in card and result.rewrite.rematch_note in card
         assert "--rewrite" in assert_family_card(out / f"{variant}_rewrite" / "README.md", "cpt").text
+
+
+@pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")
+def test_llm_solution_judge_through_transformers_serve_rejects_unreadable_verdicts(sample_tags, tiny_model, tmp_path):
+    """The is_solution prompt on a tiny random model: every answer is unreadable, so every pool document is rejected
+    as unjudged, with the raw answer, and the build says why it has nothing left."""
+    out = tmp_path / "cpt"
+    judge = SolutionJudgeOptions(model=tiny_model, backend="transformers", device="cpu", max_doc_tokens=64,
+                                 max_answer_tokens=8)
+    with pytest.raises(CPTError, match="after --require-solution by is_solution_v1-.*0 kept"):
+        run_cpt(sample_tags, InputSpec(SAMPLE), 300, tiny_model, out, oversample=1.0, require_solution="llm",
+                solution_judge=judge, export=False, progress=False)
+    pool = pq.read_table(out / ".curate" / "pool" / "data", columns=["id"]).column("id").to_pylist()
+    rejects = [json.loads(line) for line in (out / "rejects" / "require_solution.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rejects) == sorted(pool)
+    assert all(r["reason"].startswith("error: ") and r["contain_problem"] is None for r in rejects)
+    assert all(r["raw"] is not None for r in rejects if not r["reason"].startswith("error: request"))
+
+
+def test_llm_solution_judge_and_rewrite_budgets_through_an_endpoint(sample_tags, tiny_model, tmp_path):
+    """--require-solution llm and --rewrite against an OpenAI-compatible endpoint that answers well-formed verdicts
+    and rewrites (a scripted stand-in for the model: a random model never writes either): the judge's counts, the
+    rejects and the card agree with the verdicts the server gave; both rewritten sets land within 1 % of the budget by
+    the named tokenizer although rewrites halve one side and lengthen the other."""
+    out, budget = tmp_path / "cpt", 3000
+    with ScriptedServer() as server:
+        judge = SolutionJudgeOptions(model=tiny_model, backend="endpoint", endpoint_url=server.url,
+                                     max_doc_tokens=100_000, max_answer_tokens=32)
+        rewrite = RewriteOptions(model=tiny_model, backend="endpoint", endpoint_url=server.url, max_doc_tokens=100_000,
+                                 max_new_tokens=4096)
+        result = run_cpt(sample_tags, InputSpec(SAMPLE), budget, tiny_model, out, CPTSelection(seed=3), rewrite=rewrite,
+                         require_solution="llm", solution_judge=judge, export=False, progress=False)
+        outcomes = dict(server.outcomes)
+    pool = pq.read_table(out / ".curate" / "pool" / "data", columns=["id", "pool", "text"]).to_pylist()
+    expected = {r["id"]: verdict(r["text"])[0] for r in pool}  # what the server answered, recomputed from the text
+    assert sum(outcomes[k] for k in ("kept", "no_solution", "unreadable")) == len(pool)
+    rejects = [json.loads(line) for line in (out / "rejects" / "require_solution.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rejects) == sorted(i for i, o in expected.items() if o != "kept")
+    for row in rejects:
+        reason = {"no_solution": "no_solution: judged by is_solution_v1-", "unreadable": "error: no JSON object"}
+        assert row["reason"].startswith(reason[expected[row["id"]]]) and row["raw"] and row["model"] == tiny_model
+    card = (out / "minimized" / "README.md").read_text()
+    assert "--solution-judge llm" in card
+    for variant in ("enriched", "minimized"):
+        rows = [r for r in pool if r["pool"] == variant]
+        kept = sum(expected[r["id"]] == "kept" for r in rows)
+        counts = {o: sum(expected[r["id"]] == o for r in rows) for o in ("no_solution", "unreadable")}
+        assert (f"{variant} {kept:,} kept, " in card and f"{counts['no_solution']:,} no_solution" in card
+                and f"{counts['unreadable']:,} error" in card)
+        assert all(expected[i] == "kept" for i in _ids(out / variant))
+    # Budgets after the rewrite: re-counted by the named tokenizer, within 1 % on both sides, no shared ids.
+    tokenizer = load_tokenizer(tiny_model)
+    sides = {v: pq.read_table(out / f"{v}_rewrite" / "data", columns=["id", "text"]).to_pylist()
+             for v in ("enriched", "minimized")}
+    for variant, rows in sides.items():
+        counts = [len(ids) for ids in tokenizer([r["text"] for r in rows], add_special_tokens=False)["input_ids"]]
+        assert abs(sum(counts) - budget) <= budget / 100, (variant, sum(counts))
+        assert len({r["id"] for r in rows}) == len(rows)
+        assert {r["id"] for r in rows} <= {r["id"] for r in pool if r["pool"] == variant and expected[r["id"]] == "kept"}
+    assert not {r["id"] for r in sides["enriched"]} & {r["id"] for r in sides["minimized"]}
+    rewrite_result = result.rewrite
+    # Halved rewrites on the enriched side need more of its pool than the set and the first margin: a second round.
+    assert rewrite_result.rematched and rewrite_result.rounds >= 2
+    assert rewrite_result.sources["enriched"]["documents"] > rewrite_result.sources["enriched"]["from_set"]
+    assert rewrite_result.tokens_before["enriched"] >= budget and "re-matched at the budget" in rewrite_result.rematch_note
+    rewrite_card = (out / "enriched_rewrite" / "README.md").read_text()
+    assert f"Rewritten in {rewrite_result.rounds} round(s)" in rewrite_card
+    assert f"{rewrite_result.tokens_before['enriched']:,} | {rewrite_result.tokens['enriched']:,} |" in rewrite_card
 
 
 # --------------------------------------------------------------------------------------------- #

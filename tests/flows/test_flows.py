@@ -346,7 +346,8 @@ def test_cpt_flow_matches_both_sets_caches_and_validates(corpus, tmp_path):
     assert again.result() == summary and [run.state.name for run in task_runs(again)] == ["Cached"]
 
     for bad, match in (({"tokens": "lots"}, "--tokens"), ({"length_match": "exact"}, "length_match"),
-                       ({"behaviors": "nope"}, "nope"), ({"tags": str(corpus)}, "no attribute shards")):
+                       ({"behaviors": "nope"}, "nope"), ({"tags": str(corpus)}, "no attribute shards"),
+                       ({"require_solution": "llm"}, "solution_judge")):
         with pytest.raises(ParameterTypeError, match=match):
             cpt_flow(params={**params, **bad, "output": str(tmp_path / "bad")})
     assert not (tmp_path / "bad").exists()
