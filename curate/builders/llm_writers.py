@@ -33,11 +33,14 @@ from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 
 from curate.behaviors import Behavior
+from curate.builders.trace_templates import teacher_messages
+from curate.classifiers.llm import json_objects
 from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.puzzles.countdown import Problem, check_expression
+from curate.rewards.equivalence import shared_checker
 
 RESULTS_KEY = "curate_llm_writer"
 REQUEST_KEY = "curate_request"
@@ -220,8 +223,6 @@ def check_trace(result: dict, problem: Problem, answers: str) -> LLMTrace | str:
 
 def trace_requests(problems: list[Problem], behaviors: frozenset[Behavior], answers: str,
                    options: LLMOptions) -> dict[str, dict]:
-    from curate.builders.trace_templates import teacher_messages
-
     return {
         f"{i:06d}": {"messages": teacher_messages(problem, behaviors, answers), "max_tokens": options.max_tokens,
                      "temperature": options.temperature}
@@ -352,20 +353,12 @@ def _snippet(text: str) -> str:
     return repr(flat[:80] + ("…" if len(flat) > 80 else ""))
 
 
-def json_objects(text: str):
-    from curate.classifiers.llm import json_objects as objects
-
-    yield from objects(text)
-
-
 def review_reformulation(row: dict, result: dict, stem_check: Callable[[str], str | None]) -> Rewrite | str:
     """The accepted rewrite, or the rejection reason (codes reformulate_request, reformulate_na,
     reformulate_parse, reformulate_answer_changed, reformulate_depends_on_options, reformulate_judge).
     stem_check: the builder's rules for a stem that cannot stand alone (reason or None), passed in by the builder so
     that this module does not import it. The stated answer is held to the row's by the rewards' bounded checker, with
     the comparison the builder uses between options (`MathEquivalence.same`)."""
-    from curate.rewards.equivalence import shared_checker
-
     rewrite_answer = result.get("rewrite") or {}
     if "error" in rewrite_answer:
         return f"reformulate_request: {rewrite_answer['error']}"

@@ -47,7 +47,9 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 
+from curate.classifiers.llm import read_prompt_files
 from curate.errors import CurateError
+from curate.handoff.behavior_audit import run_stratified_audit
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.handoff.passrate import SamplingOptions, row_key, run_sampling
 from curate.handoff.verifier_audit import Pair, answer_type
@@ -55,6 +57,8 @@ from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions
 from curate.pipelines.steps import PARTIAL, AtomicOutput
+from curate.rewards import get_reward
+from curate.rewards.equivalence import shared_checker
 from curate.rewards.extract import DEFAULT, boxed_contents
 
 JUDGE_PROMPTS = Path(__file__).parent / "prompts" / "judge_v1"
@@ -226,7 +230,6 @@ def final_gold(ground_truth) -> str | None:
 
 def strict_verdict(text: str | None, gold, checker=None) -> dict:
     """{answer, verdict, reason}: the last `\\boxed{}` of the response against the gold (MathEquivalence.strict)."""
-    from curate.rewards.equivalence import shared_checker
 
     gold_text = final_gold(gold)
     if not gold_text or not gold_text.strip():
@@ -247,7 +250,6 @@ def strict_judge(records: list[dict], output: Path, threads: int = 4, progress: 
 
     from rich.progress import Progress
 
-    from curate.rewards.equivalence import shared_checker
 
     path = output / "judges" / f"{STRICT_VERSION}.jsonl"
     ids = [r["id"] for r in records]
@@ -283,8 +285,6 @@ class JudgePrompt:
 
     @classmethod
     def load(cls, directory: Path = JUDGE_PROMPTS) -> JudgePrompt:
-        from curate.classifiers.llm import read_prompt_files
-
         texts, version = read_prompt_files(directory)
         missing = [name for name in ("system", "document", "question") if name not in texts]
         if missing or "{gold}" not in texts["question"]:
@@ -514,8 +514,6 @@ def run_onpolicy_audit(problems: str | Path, output: str | Path, options: Sampli
                        seed: int = 0, threads: int = 4, progress: bool = True, overwrite: bool = False) -> OnPolicyAudit:
     """Samples the policy (or reuses its samples), labels every response, audits every reward on them. A rerun with
     other sampling or judge settings is refused with the fix; `overwrite` samples and judges again."""
-    from curate.handoff.behavior_audit import run_stratified_audit
-    from curate.rewards import get_reward
 
     output = Path(output)
     names = list(dict.fromkeys(get_reward(r).data_source for r in rewards or ["math"]))  # unknown: fails now

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES
+from curate.builders.trace_templates import countdown_question
 from curate.classifiers import get_classifier, resolve_name
 from curate.errors import CurateError
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
@@ -47,6 +48,7 @@ from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.steps import PARTIAL, batched
+from curate.puzzles.countdown import DATA_SOURCE, generate_problem
 
 TASKS = ("countdown",)
 IN_LINE = ("llm_", "cascade_")  # classifier families that label through an LLM job, on the judge's server
@@ -138,8 +140,6 @@ class PolicyAuditResult:
 
 def countdown_prompts(n: int, seed: int, n_numbers: int = 4) -> list[dict]:
     """n distinct, solvable Countdown problems as RL rows (the TinyZero user prompt, which asks for <answer>)."""
-    from curate.builders.trace_templates import countdown_question
-    from curate.puzzles.countdown import DATA_SOURCE, generate_problem
 
     rng = random.Random(seed)
     rows, seen = [], set()
