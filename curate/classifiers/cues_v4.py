@@ -24,6 +24,10 @@ guard for its look-alikes:
   ("Case 1:", "we consider two cases"), an announced two-stage plan ("I need to find the sum and then find its
   remainder mod 9") and sub-computations announced in turn ("First find the wait in minutes ... Then convert it to
   seconds", GSM8K's style; a lone "First find X" stays a single operation, which the guide does not count).
+* Subgoal look-alikes in forum text: the idiom "a good place to start with" / "difficult to begin with" (v1 read
+  "to begin with" anywhere; now only opening a sentence, and not before an exposition), "Let me start with a
+  remark", and "then we need / then I'll" as the consequence of a condition or an objection ("if we switch a and b,
+  then we will have ...", "but then we need to redefine ...") or as notation ("then I'll write y_0 for ...").
 * "If I can show X, then I'm done" also without a comma ("if I can show ker φ = 0 then I would be done"): a
   reduction to an intermediate claim, both subgoal setting and backward chaining (the guide's rule).
 * From the goal to what it needs: "a necessary condition for X is", "this only works if C is nonempty" (a stated
@@ -39,6 +43,7 @@ from dataclasses import replace
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import register
 from curate.classifiers.cues import Cue, CueClassifier
+from curate.classifiers.cues_v2 import NOT_A_PLAN, START_NOT_A_PLAN
 from curate.classifiers.cues_v3 import CUES_V3, HEDGED, IN_A_CONDITION, REDERIVES
 from curate.schema import Evidence, Labels
 
@@ -90,6 +95,21 @@ REVISED: dict[str, dict] = {
     "i|we made|'ve a|an * mistake|error|slip": {"unless_before": UNLESS},
     # "there's a mistake in the problem" blames the statement, not the writer's own work.
     "there 's|is|was a|an mistake|error|typo": {"unless_then": IN_THE_PROBLEM},
+    # "a good place to start with", "difficult to begin with": the idiom, not a plan. "To begin with, ..." opening a
+    # sentence still counts, unless what follows is an exposition ("To begin with, recall ...").
+    "to start|begin ,|with|off": {"sentence_start": True, "unless_then": NOT_A_PLAN},
+    # "Let me start with a remark" opens an exposition.
+    "let me|us|'s first|start|begin": {
+        "unless_then": START_NOT_A_PLAN
+        + r"|\s*(over|again|afresh|anew|from\s+scratch)\b"
+        + r"|\s*(with|by)\s+(a|an|some)\s+(\w+\s+)?(remark|comment|note|observation|word|disclaimer|example)"
+    },
+    # "If we switch a and b, then we will have ...", "but then we need to redefine ...": the consequence of a condition
+    # or an objection, not the next step of a plan; "then I'll write y_0 for ..." fixes notation.
+    "then|next ,? i|we 'll|will|need|must|should": {
+        "unless_before": r"\b(if|when|whenever|once|unless|but|however|otherwise)\b[^.;:?!]*",
+        "unless_then": r"\s*(write|denote|call|use\s+the\s+notation|have|get|obtain)\b",
+    },
 }
 
 

@@ -55,6 +55,8 @@ def present(labels):
         ("We consider two cases.", {S}),
         ("I need to find the sum and then find its remainder mod 9.", {S}),
         ("First find the wait in minutes: 3 * 2 = 6 minutes\nThen convert it to seconds: 6 * 60 = 360 seconds", {S}),
+        ("To begin with, let's find the domain.", {S}),
+        ("Then we need to find the remainder.", {S}),
         # A reduction to an intermediate claim, also without a comma.
         ("If I can show that the kernel is trivial then I would be done.", {S, C}),
         # What the goal requires.
@@ -83,6 +85,11 @@ def test_families(v4, text, expected):
         "In this case the sum is 5.",
         "I need to find the sum of the digits.",
         "First find the total: 3 * 2 = 6.\n#### 6",
+        # An idiom, an exposition, a conditional consequence, notation.
+        "I found these notes a good place to start with.",
+        "Let me start with a remark.",
+        "If we switch the two factors, then we will have a larger product.",
+        "The cokernel pair is a quotient; then I'll write y_0 for its elements.",
         # A question about conditions asks; it derives nothing.
         "What is a necessary condition for convergence?",
     ],
