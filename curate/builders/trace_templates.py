@@ -724,6 +724,16 @@ def _backward_leaves(goal, pool, chain, rng, bound, integer_division):
         yield from _backward_leaves(step.need, _rest(pool, [step]), [*chain, step], rng, bound, integer_division)
 
 
+def _built_back(chain, value, integer_division) -> Fraction | None:
+    """The value a pair's result gives once the chain's operations are applied forward; None when a step leaves the
+    positive numbers."""
+    for step in reversed(chain):
+        value = apply(step.op, *((step.n, value) if step.flipped else (value, step.n)), integer_division)
+        if value is None or value <= 0:
+            return None
+    return value
+
+
 def _pair_finals(pair, goal, bound, integer_division, rng):
     return _sensible_finals(pair[0], pair[1], goal, max(bound, goal), integer_division, rng)
 
@@ -756,9 +766,17 @@ def _backward(problem, behaviors, rng, search_rng, outcome, budget, voice, integ
         if len(misses) < budget + 1:
             raise TraceError("too few sensible misses")
         dead = misses[:budget]
-        final = min(misses[budget: budget + 40], key=lambda leaf: min(
-            abs(f[3] - leaf.goal) for f in _pair_finals(leaf.pair, leaf.goal, bound, integer_division,
-                                                        random.Random(0))))
+        # The answer is built forward from the pair's nearest result: only misses whose nearest results (all of
+        # them, when several are as near) still build back to a positive value can end the trace.
+        candidates = []
+        for leaf in misses[budget: budget + 40]:
+            finals = _pair_finals(leaf.pair, leaf.goal, bound, integer_division, random.Random(0))
+            gap = min(abs(f[3] - leaf.goal) for f in finals)
+            if all(_built_back(leaf.chain, f[3], integer_division) for f in finals if abs(f[3] - leaf.goal) == gap):
+                candidates.append((gap, leaf))
+        if not candidates:
+            raise TraceError("no near miss builds back to a positive value")
+        final = min(candidates, key=lambda c: c[0])[1]
         failure, kind = "near_miss", "nearest"
     elif outcome in ("carry", "borrow", "swapped_digits"):
         if hit_index is None:
