@@ -30,6 +30,12 @@ guard for its look-alikes:
   then we will have ...", "but then we need to redefine ...") or as notation ("then I'll write y_0 for ...").
 * "If I can show X, then I'm done" also without a comma ("if I can show ker φ = 0 then I would be done"): a
   reduction to an intermediate claim, both subgoal setting and backward chaining (the guide's rule).
+* Countdown: "19, not quite." is a verdict (and with a new attempt after it, backtracking, as v3 reads "not 24");
+  "Instead, 8 × 2 = 16" and "So instead use 4 × 16" replace a failed expression (the number after "instead" keeps
+  out a forum answer's "Instead, we can use ..."); "Let me back up"; a property of the target turned into a
+  requirement ("reaching 27 requires a multiplication", "the only way to get an odd result is through division")
+  and a piece still to make ("then the other piece must be 4") are backward chaining, while "I need a product of a
+  sum" announces a two-stage form of the expression, subgoal setting (the guide's rule).
 * From the goal to what it needs: "a necessary condition for X is", "this only works if C is nonempty" (a stated
   prerequisite), "96 men are required to complete the work" (the resource needed for a target outcome).
 """
@@ -44,7 +50,7 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import register
 from curate.classifiers.cues import Cue, CueClassifier
 from curate.classifiers.cues_v2 import NOT_A_PLAN, START_NOT_A_PLAN
-from curate.classifiers.cues_v3 import CUES_V3, HEDGED, IN_A_CONDITION, REDERIVES
+from curate.classifiers.cues_v3 import CUES_V3, HEDGED, IN_A_CONDITION, NEW_ATTEMPT, REDERIVES
 from curate.schema import Evidence, Labels
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
@@ -80,6 +86,8 @@ STEP_VERBS = (
     r"(find|calculate|compute|determine|figure|add|multiply|convert|subtract|divide|work\s+out|count|get|solve|use)\b"
 )
 FIRST_THEN_VERBS = r"\s*,?\s*" + STEP_VERBS
+# "19, not quite", "that's not quite": the verdict on a number just written.
+NOT_QUITE_BEFORE = r"(\d|\b(that|this|it|which)\s*(['’]s|is|was)?)\s*[,.]?\s*"
 # What a verdict judges: a number, an expression, or a candidate named.
 A_CANDIDATE = (
     r"(\d|\$|\)|\b(which|that|this|it|so|choice|value|candidate|guess|one|number|pair|case|example|option))\s*"
@@ -140,6 +148,10 @@ ADDED: tuple[Cue, ...] = (
     # --- verification: a candidate judged -----------------------------------------------------------------------------
     Cue(V, "does|did|do n't|not work", before=A_CANDIDATE, unless_before=IN_A_CONDITION),
     Cue(V, "which|that|this|it is|'s over|under|impossible|negative", then=r"\s*([.,;!]|$)"),
+    # Countdown: "19, not quite." judges the number against the target; followed by a new attempt it abandons it,
+    # as v3 reads "not 24" and "too high".
+    Cue(V, "not quite", before=NOT_QUITE_BEFORE, then=r"\s*([.!,;]|$)"),
+    Cue(B, "not quite", before=NOT_QUITE_BEFORE, then=r"\s*([.!,;]|$)", later=NEW_ATTEMPT),
     # v1 wrote these as one pattern with two-word alternatives ("n't|not make sense|add up|seem right"), which the
     # notation reads word by word, so "That doesn't make sense" and "doesn't match" never matched.
     Cue(V, "does|did|do n't|not make sense"),
@@ -170,6 +182,10 @@ ADDED: tuple[Cue, ...] = (
         not_in_question=True,
         unless_then=IN_THE_PROBLEM,
     ),
+    # Countdown: "Instead, 8 × 2 = 16", "So instead use 4 × 16": a new expression in place of the failed one. The
+    # number after "instead" keeps out a forum answer's "Instead, we can use the fact that ...".
+    Cue(B, "instead", sentence_start=True, then=r"\s*,?\s*(use\s+|try\s+)?\(?\d+(\.\d+)?\s*[-+*/×÷x−]\s*\(?\d"),
+    Cue(B, "let me|us|'s back up"),
     # --- subgoal setting: cases and a two-stage plan announced --------------------------------------------------------
     Cue(S, "case NUM", sentence_start=True, then=r"\s*[:.)—–-]"),
     Cue(S, "case one|two|i|ii|a|b", sentence_start=True, then=r"\s*[:.)—–-]"),
@@ -211,6 +227,27 @@ ADDED: tuple[Cue, ...] = (
     Cue(C, "necessary and sufficient condition|conditions for|to", not_in_question=True),
     Cue(C, "only works|work|holds|applies if|when"),
     Cue(C, "works|work|holds only if|when"),
+    # Countdown: a property of the target turned into a requirement on the expression ("reaching 27 requires a
+    # multiplication", "the only way to get an odd result is through division"), and a piece of the target still to
+    # be made ("then the other piece must be 4").
+    # "I need a product of a sum" announces a two-stage form of the expression instead: subgoal setting (the guide).
+    Cue(
+        C,
+        "requires|require|needs|need a|an multiplication|division|subtraction|addition|product|quotient",
+        unless_then=r"\s+of\b",
+    ),
+    Cue(C, "calls for a|an multiplication|division|subtraction|addition|product|quotient", unless_then=r"\s+of\b"),
+    Cue(S, "need|needs|want a|an product|sum|difference|quotient|multiple of a|an|two"),
+    Cue(
+        C,
+        "only way to get|reach|make|obtain",
+        then=r"[^.;:?!\n]{0,60}?\bis\s+(through|by|via|with|to)\s+(a\s+)?(multipl|divi|subtract|add|product|quotient)",
+    ),
+    Cue(
+        C,
+        "the other|remaining|last|second piece|part|number|term|factor|one",
+        then=r"\s*(must|should|has\s+to|needs\s+to|would\s+have\s+to|would\s+need\s+to)\s+(be|make|give|equal)\s+\d",
+    ),
     Cue(
         C,
         "required|needed to complete|finish|reach|achieve|make|get|do|fill|build|meet|cover|earn|buy|pay|produce",

@@ -63,6 +63,13 @@ def present(labels):
         ("A necessary condition for the bracket to vanish is that the fields are isotropic.", {C}),
         ("This only works if C is nonempty.", {C}),
         ("So 96 men are required to complete the work in half a day.", {C}),
+        # Countdown: a property of the target as a requirement, a piece still to make, a new expression instead.
+        ("Reaching 27 requires a multiplication, since the sum is only 17.", {C}),
+        ("7 × 3 = 21 is one piece; then the other piece must be 4.", {C}),
+        ("12 + 7 = 19, not quite. 12 + 5 + 3 = 20.", {V, B}),
+        ("Instead, 8 × 2 = 16 and 16 + 6 = 22.", {B}),
+        ("Let me back up.", {B}),
+        ("All too small, so I need a product of a sum.", {S}),
     ],
 )
 def test_families(v4, text, expected):
@@ -90,6 +97,7 @@ def test_families(v4, text, expected):
         "Let me start with a remark.",
         "If we switch the two factors, then we will have a larger product.",
         "The cokernel pair is a quotient; then I'll write y_0 for its elements.",
+        "Instead of this, the sum of 2 and 3 is 5.",
         # A question about conditions asks; it derives nothing.
         "What is a necessary condition for convergence?",
     ],
