@@ -43,6 +43,7 @@ guard for its look-alikes:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -269,29 +270,29 @@ class CueClassifierV4(CueClassifier):
     yet: the engine counts sentences, and a heading line is one sentence at most."""
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
-        results = super().classify(texts)
-        out = []
-        for text, labels in zip(texts, results):
-            added = []
-            for behavior, pattern in LINE_CUES:
-                for match in pattern.finditer(text):
-                    line_start = text.rfind("\n", 0, match.start()) + 1
-                    line_end = text.find("\n", match.start())
-                    line_end = len(text) if line_end < 0 else line_end
-                    if any(
-                        e.behavior == behavior and line_start <= e.start < line_end for e in labels.evidence + added
-                    ):
-                        continue
-                    added.append(Evidence(behavior, match.start(), match.end()))
-            if not added:
-                out.append(labels)
-                continue
-            counts = dict(labels.counts)
-            for evidence in added:
-                counts[evidence.behavior] = (counts[evidence.behavior] or 0) + 1
-            evidence = sorted(labels.evidence + added, key=lambda ev: (ev.start, ev.behavior))
-            out.append(Labels(counts={b: counts[b] for b in BEHAVIOR_NAMES}, evidence=evidence, error=labels.error))
-        return out
+        return [self._with_line_cues(text, labels) for text, labels in zip(texts, super().classify(texts))]
+
+    @staticmethod
+    def _with_line_cues(text: str, labels: Labels) -> Labels:
+        added: list[Evidence] = []
+        for behavior, pattern in LINE_CUES:
+            # The engine's evidence is sorted by start: one bisect per heading finds whether its line has one.
+            starts = [e.start for e in labels.evidence if e.behavior == behavior]
+            for match in pattern.finditer(text):
+                line_start = text.rfind("\n", 0, match.start()) + 1
+                line_end = text.find("\n", match.start())
+                line_end = len(text) if line_end < 0 else line_end
+                i = bisect_left(starts, line_start)
+                if i < len(starts) and starts[i] < line_end:
+                    continue
+                added.append(Evidence(behavior, match.start(), match.end()))
+        if not added:
+            return labels
+        counts = dict(labels.counts)
+        for evidence in added:
+            counts[evidence.behavior] = (counts[evidence.behavior] or 0) + 1
+        evidence = sorted(labels.evidence + added, key=lambda ev: (ev.start, ev.behavior))
+        return Labels(counts={b: counts[b] for b in BEHAVIOR_NAMES}, evidence=evidence, error=labels.error)
 
 
 # One classifier per process and batch size, as cues.shared_classifier does for the engine's own versions.
