@@ -424,6 +424,7 @@ class CueClassifier(Classifier):
         # The Matcher costs ~1 s/MB per handful of patterns even where nothing matches; it only runs on a
         # window after an anchor (each pattern's leading literal words) that the PhraseMatcher found.
         self.anchors = PhraseMatcher(self.nlp.vocab, attr="LOWER")
+        self.fixed_after: dict[str, list[tuple[int, frozenset[int] | None]]] = {}  # see _fixed_after
         self.cues: dict[str, Cue] = {}
         self.then = {
             pattern: re.compile(pattern, re.IGNORECASE)
@@ -447,9 +448,27 @@ class CueClassifier(Classifier):
                 matcher.add(key, [[_token_spec(w) for w in words]])
                 self.matchers[key] = (matcher, len(words))
                 self.matcher.add(key, [[_token_spec(w) for w in words]])
-                self.anchors.add(key, [self._lowered(p) for p in _expand(_anchor(words))])
+                anchor = _anchor(words)
+                self.anchors.add(key, [self._lowered(p) for p in _expand(anchor)])
+                self.fixed_after[key] = self._fixed_after(words[len(anchor) :])
             else:
                 self.phrases.add(key, [self._lowered(p) for p in _expand(words)])
+
+    def _fixed_after(self, words: list[str]) -> list[tuple[int, frozenset[int] | None]]:
+        """The words after a pattern's anchor that sit at a fixed offset from it in every match (up to the first
+        optional word or `*`): (offset, the LOWER hashes its token may have), None for a `NUM` (LIKE_NUM)."""
+        fixed = []
+        for offset, word in enumerate(words):
+            if word == "*" or (word.endswith("?") and len(word) > 1):
+                break
+            spec = _token_spec(word)
+            if "LIKE_NUM" in spec:
+                fixed.append((offset, None))
+            else:
+                lower = spec["LOWER"]
+                options = lower["IN"] if isinstance(lower, dict) else [lower]
+                fixed.append((offset, frozenset(self.nlp.vocab.strings.add(o) for o in options)))
+        return fixed
 
     def _lowered(self, phrase: tuple[str, ...]) -> tuple[int, ...]:
         """A phrase as the PhraseMatcher stores it with attr LOWER: the hash of each word's lower-cased text (a token's
@@ -513,13 +532,25 @@ class CueClassifier(Classifier):
 
     def _matches(self, doc: Doc) -> list[tuple[int, int, int]]:
         found = self.phrases(doc)
-        anchored = {(match_id, start) for match_id, start, _ in self.anchors(doc)}
+        anchored = set(self.anchors(doc))
         if anchored:
             # Every match of a pattern starts with its anchor, so the window after each of its anchors finds them all.
             windows = set()
             strings = self.nlp.vocab.strings
-            for anchor_id, start in anchored:
-                matcher, length = self.matchers[strings[anchor_id]]
+            columns = doc.to_array(["LOWER", "LIKE_NUM"])
+            n = len(doc)
+            for anchor_id, start, anchor_end in anchored:
+                key = strings[anchor_id]
+                # The words after the anchor that every match has at fixed places are checked on the token columns
+                # first: "= NUM + NUM" is anchored on every "=" of a worked solution, and running the Matcher on
+                # each anchor's window was most of the matching time.
+                if any(
+                    anchor_end + offset >= n
+                    or (not columns[anchor_end + offset, 1] if lowers is None else columns[anchor_end + offset, 0] not in lowers)
+                    for offset, lowers in self.fixed_after[key]
+                ):
+                    continue
+                matcher, length = self.matchers[key]
                 for match_id, begin, end in matcher(doc[start:start + length]):
                     windows.add((match_id, start + begin, start + end))
             found += sorted(windows)
