@@ -440,6 +440,9 @@ FORM_ASKED = re.compile(
 # Numbers joined by operators, nothing else: a value written out, whose form a value checker does not see.
 CONSTANT_ARITHMETIC = re.compile(
     r"[\d.\s(){}]*\d[\d.\s(){}]*(?:(?:[-+*^!]|\\times|\\cdot|\\div)[\d.\s(){}!]*)+")
+# A clock time ("14 : 00", "3:58 p.m."): the reward compares numbers and ratios, so "2 pm" and "3:58 pm" scored 0.
+TIME_OF_DAY = re.compile(r"\s*\d{1,2}\s?:\s?\d{2}\s*(?P<half>[ap]\.?\s?m\b\.?)?\s*", re.IGNORECASE)
+ASKS_TIME = re.compile(r"\bwhat time\b|\bclocks?\b|o'\s?clock|\b[ap]\.m\b", re.IGNORECASE)
 PAIR_DASH = re.compile(r"\s*\d[\d.,]*\s+-\s+\d[\d.,]*\s*")
 # A polynomial ring over Z_n: its elements have many spellings (-3 is 5 in Z_8) that no checker over Q equates.
 MODULAR_RING = re.compile(r"\bZ_?\{?\d+\}?\s*\[\s*[a-z]\s*\]")
@@ -621,8 +624,9 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset(),
         # "μ = 15,300; σ = 6300", "18 = p - 4; 22": several answers, of which math-verify grades one
         info["reason"] = "gold_not_math: several parts"
         return None, info
-    if m := re.search(r"\d\s+[a-zA-Z]\s+\d", bare):
-        # MathQA's "10 v 2" is 10√2, "2 x 3" a times sign: read as a product with a symbol, both are wrong
+    if m := re.search(r"\d\s+[a-zA-Z]\s+\d", s):
+        # MathQA's "10 v 2" is 10√2, "2 x 3" a times sign: read as a product with a symbol, both are wrong (on the
+        # LaTeX, not on `bare`: in "2 \le y \le 8" the y stands between relations)
         info["reason"] = f"gold_not_math: a letter between two numbers {m.group(0)!r}"
         return None, info
     if stray := set(re.findall(r"[a-zA-Z]", bare)) - variables - CONSTANTS:
@@ -774,6 +778,8 @@ def convert_item(item: MCItem) -> Converted | Rejected:
         # A stem that names the options by letter ("if A is true …") cannot stand without them.
         if re.search(rf"\b(option|choice|answer)\s*\(?{letter}\)?(?![\w])", stem, re.I):
             return reject(f"stem_depends_on_options: refers to option {letter}")
+    if (m := TIME_OF_DAY.fullmatch(gold_text)) and (m.group("half") or ASKS_TIME.search(stem)):
+        return reject(f"time_of_day: {gold_text.strip()[:20]!r} is a clock time, not a number or ratio the reward grades")
     if PAIR_DASH.fullmatch(gold_text) and any(PAIR_DASH.fullmatch(t) for k, t in item.options.items() if k != item.gold_letter):
         # "21 - 61" answers "find the numbers", "652,000 - 628,000" a range: options so written are pairs, not differences
         return reject(f"ambiguous_dash: options written as {gold_text.strip()[:30]!r} (two numbers, or their difference)")

@@ -112,6 +112,7 @@ def test_mathqa_inline_options_stripped_and_instruction_added(shared_data):
     ("3 1/2", r"\frac{7}{2}", "fraction"), ("5(√3 + 1)", r"5(\sqrt{3} + 1)", "radical"), ("0.75", "0.75", "decimal"),
     ("[1, 3)", "[1, 3)", "interval"), ("(0, -3)", "(0, -3)", "tuple"), ("$y = 2x + 1$", "y = 2x + 1", "equation"),
     ("-5 and 3", r"\{-5, 3\}", "set"), ("x^2 + 1", "x^2 + 1", "expression"), ("four", "4", "integer"),
+    ("2 ≤ y ≤ 8", r"2 \le y \le 8", "expression"), ("x = 5", "5", "integer"), ("3 , 400,000", "3400000", "integer"),
 ])
 def test_answer_normalisation_and_types(text, latex, answer_type):
     answer = parse_answer(text, frozenset("xy"))
@@ -313,16 +314,22 @@ def test_independent_check_classes_are_fixed(shared_data, source, item_id, answe
     ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:885", "gold_not_math"),  # "10 v 2" is 10√2
     ("mmlu_math/high_school_statistics_test.csv", "mmlu_math/high_school_statistics_test:153", "gold_not_math"),  # μ = …; σ = …
     ("mmlu_math/high_school_physics_test.csv", "mmlu_math/high_school_physics_test:16", "not_unique"),  # 1 nm, 1 μm, 1 mm, 1 m
+    ("llm_adapters/mathqa_test.json", "llm_adapters/mathqa_test:802", "time_of_day"),  # "at what time": 14 : 00
+    ("mmlu_math/elementary_mathematics_test.csv", "mmlu_math/elementary_mathematics_test:143", "time_of_day"),  # 3:58 p.m.
 ])
 def test_golds_the_reward_cannot_check_are_rejected(shared_data, source, item_id, reason):
     result = convert_bounded(by_id(shared_data / source, [item_id])[item_id])
     assert isinstance(result, Rejected) and reason_code(result.reason) == reason, result
 
 
-def test_a_value_written_as_arithmetic_is_kept_when_the_value_is_asked(shared_data):
+def test_near_misses_of_the_new_rules_are_kept(shared_data):
     # "In how many ways ...": 4^5 is the count, and 1024 answers it; only a question about the form rejects it
     result = convert_bounded(by_id(shared_data / "aqua/dev.json", ["aqua/dev:41"])["aqua/dev:41"])
     assert isinstance(result, Converted) and result.answer == "4^5"
+    # "16 : 15" answers "in the ratio ?": shaped like a clock time, asked as a ratio
+    ratio = convert_bounded(by_id(shared_data / "llm_adapters/mathqa_test.json", ["llm_adapters/mathqa_test:177"])[
+        "llm_adapters/mathqa_test:177"])
+    assert isinstance(ratio, Converted) and score("curate/mcqa_open", "\\boxed{16/15}", ratio.answer) == 1.0
 
 
 @pytest.mark.parametrize(("option", "stem", "latex", "unit"), [
