@@ -137,6 +137,15 @@ def test_priming_judge_end_to_end_through_a_real_server(tiny_model, tmp_path):
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[1:4] == [str(len(rows)), str(len(judged)), str(sum(1 for v in judged if v["accepted"]))]
         assert cells[5:7] == [str(parse), str(request)]
+    judged = [v for v in verdicts if v["accepted"] is not None]
+    agreement = [
+        sum(1 for v in judged if v["kept"] and v["accepted"]),
+        sum(1 for v in judged if v["kept"] and not v["accepted"]),
+        sum(1 for v in judged if not v["kept"] and v["accepted"]),
+        sum(1 for v in judged if not (v["kept"] or v["accepted"])),
+    ]
+    stated = re.search(r"both accept (\d+), only the classifier (\d+), only the judge (\d+), neither (\d+)", card)
+    assert [int(x) for x in stated.groups()] == agreement
     stats = json.loads((out / ".curate" / "stats.json").read_text())
     without_trace = sum(v for k, v in stats["rejected"].items() if k.startswith("no trace"))
     assert stats["judge"]["all"]["traces"] == len(verdicts) == stats["attempted"] - without_trace
