@@ -28,6 +28,9 @@ guard for its look-alikes:
   "to begin with" anywhere; now only opening a sentence, and not before an exposition), "Let me start with a
   remark", and "then we need / then I'll" as the consequence of a condition or an objection ("if we switch a and b,
   then we will have ...", "but then we need to redefine ...") or as notation ("then I'll write y_0 for ...").
+* Goal-to-requirement phrasings v2/v3 read too narrowly: "If you want to linearize the system, you would need ...",
+  "in order to see X, you will need ..." (v2 read only "you need"), and "if I can show X then I'd be done" also beside
+  "but I don't see how" (the request guard dropped the writer's own reduction).
 * "If I can show X, then I'm done" also without a comma ("if I can show ker φ = 0 then I would be done"): a
   reduction to an intermediate claim, both subgoal setting and backward chaining (the guide's rule).
 * Countdown: "19, not quite." is a verdict (and with a new attempt after it, backtracking, as v3 reads "not 24");
@@ -104,6 +107,10 @@ REVISED: dict[str, dict] = {
     "i|we made|'ve a|an * mistake|error|slip": {"unless_before": UNLESS},
     # "there's a mistake in the problem" blames the statement, not the writer's own work.
     "there 's|is|was a|an mistake|error|typo": {"unless_then": IN_THE_PROBLEM},
+    # "But in order to see that the composites are equal, you will need to add arrows": v2 read only "you need".
+    "in order to": {
+        "then": r"[^.;?!]{1,120}?,\s*(i|we|you|one)\s+((will|would|['’]ll|['’]d)\s+)?(need|must|have to|should)\b"
+    },
     # "a good place to start with", "difficult to begin with": the idiom, not a plan. "To begin with, ..." opening a
     # sentence still counts, unless what follows is an exposition ("To begin with, recall ...").
     "to start|begin ,|with|off": {"sentence_start": True, "unless_then": NOT_A_PLAN},
@@ -213,14 +220,17 @@ ADDED: tuple[Cue, ...] = (
         later=r"[\s\S]{0,300}?(^|\n)\s*(then|next|finally|now)\s*,?\s*" + STEP_VERBS,
     ),
     # --- reductions to an intermediate claim: subgoal setting and backward chaining ----------------------------------
+    # Not a request even beside "but I don't see how": the reduction is the writer's own.
     Cue(
         S,
         "if i|we can show|prove|find|get|establish|verify",
+        not_in_request=False,
         then=r"[^.;:?!]{1,100}?\b(then\s+)?(i|we)\s*(['’]m|am|are|['’]re|['’]d|would|will|['’]ll)\s+(be\s+)?done\b",
     ),
     Cue(
         C,
         "if i|we can show|prove|find|get|establish|verify",
+        not_in_request=False,
         then=r"[^.;:?!]{1,100}?\b(then\s+)?(i|we)\s*(['’]m|am|are|['’]re|['’]d|would|will|['’]ll)\s+(be\s+)?done\b",
     ),
     # --- backward chaining: what the goal requires ---------------------------------------------------------------------
@@ -228,6 +238,12 @@ ADDED: tuple[Cue, ...] = (
     Cue(C, "necessary and sufficient condition|conditions for|to", not_in_question=True),
     Cue(C, "only works|work|holds|applies if|when"),
     Cue(C, "works|work|holds only if|when"),
+    # "If you want to linearize the system, you would need a stable basis state": a desired outcome, then what it needs.
+    Cue(
+        C,
+        "if you|we|i|one want|wants to",
+        then=r"[^.;:?!\n]{1,80}?,\s*(you|we|i|one)\s+((would|will|['’]d|['’]ll)\s+)?(need|must|have\s+to|should)\b",
+    ),
     # Countdown: a property of the target turned into a requirement on the expression ("reaching 27 requires a
     # multiplication", "the only way to get an odd result is through division"), and a piece of the target still to
     # be made ("then the other piece must be 4").

@@ -59,7 +59,10 @@ def present(labels):
         ("Then we need to find the remainder.", {S}),
         # A reduction to an intermediate claim, also without a comma.
         ("If I can show that the kernel is trivial then I would be done.", {S, C}),
+        ("Now if I can show that the kernel is 0 then I would be done, but I don't see how.", {S, C}),
         # What the goal requires.
+        ("If you want to linearize the system, you would need a stable basis state.", {C}),
+        ("But in order to see that the composites agree, you will need to add more arrows.", {C}),
         ("A necessary condition for the bracket to vanish is that the fields are isotropic.", {C}),
         ("This only works if C is nonempty.", {C}),
         ("So 96 men are required to complete the work in half a day.", {C}),
