@@ -562,7 +562,8 @@ def _match_best(enriched: list[Candidate], minimized: list[Candidate], budget: i
 
 def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: int, tolerance: float = 0.01,
                 length_bins: int = 10, length_match: str = "none",
-                length_trim: float = 0.0) -> tuple[list[str], list[str], MatchReport]:
+                length_trim: float = 0.0,
+                removed_before: dict[str, int] | None = None) -> tuple[list[str], list[str], MatchReport]:
     """Both lists in seeded random order. Enriched: taken in order until the budget is reached (within half the
     tolerance). Minimized: filled stratum by stratum (domain x enriched length quantile) to the token mass the
     enriched set has there, then adjusted one document at a time until its total is within half the tolerance of
@@ -572,7 +573,8 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
     each end of each pool, then intersected): stratified filling cannot match lengths one pool does not have.
     'strict' also fills the enriched set bin by bin to the token shares both pools can supply (see
     `_common_weights`), so the minimized set is not asked for lengths that are rare in its pool; it refuses when the
-    common range holds too few tokens. 'best' never cuts: see `_match_best`."""
+    common range holds too few tokens. 'best' never cuts: see `_match_best`. `removed_before`: candidates per pool the
+    caller already left out for their length, counted in that refusal."""
     if not 0 < tolerance < 0.5:
         raise CPTError("--tolerance must be between 0 and 0.5")
     length_match = length_match_mode(length_match)
@@ -624,7 +626,9 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
             filled_bins[b] -= candidate.n_tokens
     available = sum(c.n_tokens for c in enriched)
     if available < low:
-        where = (f" inside the common length range {length_range[0]:,}-{length_range[1]:,} tokens ({removed['enriched']:,} "
+        # Candidates cut before this call (the character range run_cpt applies to every candidate) count too.
+        outside = removed["enriched"] + (removed_before or {}).get("enriched", 0) if length_range else 0
+        where = (f" inside the common length range {length_range[0]:,}-{length_range[1]:,} tokens ({outside:,} "
                  "candidates outside it)" if length_range else "")
         raise CPTError(f"the enriched pool holds {available:,} tokens{where}, fewer than --tokens {budget:,}: lower --tokens, "
                        "--min-behaviors or --min-count, or tag more of the corpus"
@@ -1811,7 +1815,8 @@ def run_cpt(
     candidates = {v: [Candidate(i, n, d) for i, p, n, d in rows if p == v] for v in VARIANTS}
     try:
         ids_e, ids_m, report = match_pools(candidates["enriched"], candidates["minimized"], budget, tolerance,
-                                           length_bins, length_match=length_match, length_trim=0.0)
+                                           length_bins, length_match=length_match, length_trim=0.0,
+                                           removed_before=pools.get("length_removed_chars"))
     except CPTError as error:
         if solutions is None:
             raise

@@ -461,8 +461,9 @@ def test_best_effort_default_on_real_mix_where_the_common_range_fails(shared_dat
     assert len(genres) == 7
     tags = run_tagging(InputSpec(str(corpus)), tmp_path / "tags", "cues", progress=False).tags_dir
     budget = 90_000
-    # The length range both pools share holds too few behavior-rich tokens for the budget: strict refuses.
-    with pytest.raises(CPTError, match="inside the common length range"):
+    # The length range both pools share holds too few behavior-rich tokens for the budget: strict refuses, and counts
+    # the candidates the range left out (cut on characters before the token counts, so not zero).
+    with pytest.raises(CPTError, match=r"inside the common length range [\d,]+-[\d,]+ tokens \([1-9][\d,]* candidates"):
         run_cpt(tags, InputSpec(str(corpus)), budget, qwen_tokenizer, tmp_path / "strict", export=False, progress=False,
                 length_match="strict")
     out = tmp_path / "best"
