@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group
+from curate.cli.groups import executor_group, server_group
 from curate.cli.options import (
     ClassifierOption,
-    DataParallelOption,
-    DeviceOption,
     IdKey,
     InputOption,
     Split,
@@ -32,9 +31,21 @@ from curate.cli.options import (
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
+if TYPE_CHECKING:  # imported when a command runs: both import datatrove
+    from curate.pipelines.llm.server import ServerOptions
+    from curate.pipelines.llm_tag import LLMTagOptions
+
+
+def llm_tag_config(**fields):
+    """tag-llm's LLMTagOptions (ServerOptions plus how tagging prompts), for `server_group(config=...)`."""
+    from curate.pipelines.llm_tag import LLMTagOptions
+
+    return LLMTagOptions(**fields)
+
 
 @app.command()
 @executor_group
+@server_group(without=("tp", "dp"))
 def tag(
     input: InputOption = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/CLASSIFIER/.")] = Path("tags"),
@@ -48,17 +59,15 @@ def tag(
     batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
     verify_inputs: VerifyInputs = False,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
-    model: Annotated[Optional[str], typer.Option(help="--classifier llm/cascade: the model (hub name or local dir).")] = None,
-    backend: Annotated[str, typer.Option(help="--classifier llm/cascade: vllm, endpoint or transformers (as `curate tag-llm`).")] = "transformers",
-    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
+    model: Annotated[str | None, typer.Option(help="--classifier llm/cascade: the model (hub name or local dir); "
+                                                 "its server: the Model server options.")] = None,
     mode: Annotated[str, typer.Option(help="--classifier llm: per-behavior or joint.")] = "per-behavior",
     structured: Annotated[bool, typer.Option(help="--classifier llm: ask the server for JSON by schema.")] = False,
-    gate: Annotated[Optional[str], typer.Option(help="--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.")] = None,
-    device: DeviceOption = "auto",
+    gate: Annotated[str | None, typer.Option(help="--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.")] = None,
     max_doc_tokens: Annotated[int, typer.Option(help="--classifier llm: truncate documents to this many model tokens.", min=16)] = 3072,
-    concurrency: Annotated[Optional[int], typer.Option(help="--classifier llm: requests in flight.", min=1)] = None,
-    server_arg: Annotated[Optional[list[str]], typer.Option(help="--classifier llm: extra server flag KEY=VALUE, repeatable.")] = None,
+    *,
     runs_on: ExecutorOptions = LOCAL,
+    server: ServerOptions,
 ) -> None:
     """Tag a corpus: write one attribute row per document to OUTPUT/CLASSIFIER/ (parquet).
 
@@ -87,10 +96,12 @@ def tag(
     if resolved.startswith(("llm_", "cascade_")):
         if not model:
             fail(f"--classifier {classifier} needs --model M (and --backend vllm|endpoint|transformers)")
-        tag_llm(model=model, input=input, output=output, backend=backend, endpoint_url=endpoint_url, mode=mode,
-                structured=structured, max_doc_tokens=max_doc_tokens, gate=gate or ("cues" if resolved.startswith("cascade_") else None),
-                device=device, concurrency=concurrency, server_arg=server_arg, text_key=text_key, id_key=id_key, split=split,
-                streaming=streaming, tasks=tasks, workers=workers, limit=limit, runs_on=runs_on)
+        gate = gate or ("cues" if resolved.startswith("cascade_") else None)
+        # tag-llm's own request timeout and start settings, as `curate tag-llm` with these options would run.
+        options = llm_tag_config(**{**dataclasses.asdict(server), "tp": None, "request_timeout": 300.0}, mode=mode,
+                                 structured=structured, max_doc_tokens=max_doc_tokens, gate=gate)
+        tag_llm(model=model, input=input, output=output, text_key=text_key, id_key=id_key, split=split,
+                streaming=streaming, tasks=tasks, workers=workers, limit=limit, runs_on=runs_on, server=options)
         return
     if model:
         fail("--model applies to --classifier llm or cascade only")
@@ -106,7 +117,7 @@ def tag(
 @app.command()
 def stats(
     directory: Annotated[Path, typer.Argument(help="Tags root, one classifier's shards, or a built dataset.")],
-    plot: Annotated[Optional[Path], typer.Option(help="Also draw prevalence and co-occurrence to this PNG.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Also draw prevalence and co-occurrence to this PNG.")] = None,
 ) -> None:
     """Prevalence, co-occurrence, count histogram and null rate per behavior (DuckDB over the shards).
 
@@ -156,23 +167,21 @@ def warn_unfinished(directory: Path) -> None:
 
 @app.command("tag-llm")
 @executor_group
+@server_group(config=llm_tag_config, also=("mode", "structured", "max_doc_tokens", "max_answer_tokens", "tokenizer",
+                                           "gate", "request_timeout", "records_per_chunk", "reasoning_parser",
+                                           "server_start_timeout", "server_start_retries"))
 def tag_llm(
     model: Annotated[str, typer.Option(help="Model: hub name or local directory (also the tokenizer unless --tokenizer).")],
     input: InputOption = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).")] = Path("tags"),
-    backend: Annotated[str, typer.Option(help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), transformers (spawns `transformers serve`).")] = "transformers",
-    endpoint_url: Annotated[Optional[str], typer.Option(help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
     mode: Annotated[str, typer.Option(help="per-behavior (four requests sharing the document prefix) or joint (one JSON answer).")] = "per-behavior",
     structured: Annotated[bool, typer.Option(help="Ask the server for JSON by schema (response_format).")] = False,
     max_doc_tokens: Annotated[int, typer.Option(help="Truncate documents to this many model tokens, at the last newline.", min=16)] = 3072,
-    max_answer_tokens: Annotated[Optional[int], typer.Option(help="Generation budget per answer (default 48 per-behavior, 96 joint).", min=1)] = None,
-    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
-    gate: Annotated[Optional[str], typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
-    tp: Annotated[Optional[int], typer.Option(help="vLLM tensor parallelism (default: --gpus-per-task, else 1).", min=1)] = None,
-    dp: DataParallelOption = 1,
-    server_arg: Annotated[Optional[list[str]], typer.Option(help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9")] = None,
-    device: DeviceOption = "auto",
-    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default: vllm 256, endpoint 32, transformers 4).", min=1)] = None,
+    max_answer_tokens: Annotated[int | None, typer.Option(help="Generation budget per answer (default 48 per-behavior, 96 joint).", min=1)] = None,
+    tokenizer: Annotated[str | None, typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
+    gate: Annotated[str | None, typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
+    tp: Annotated[int | None, typer.Option(help="vLLM tensor parallelism (default: --gpus-per-task, else 1).", min=1,
+                                              rich_help_panel="Model server")] = None,
     request_timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.", min=1)] = 300.0,
     records_per_chunk: Annotated[int, typer.Option(help="Documents per checkpoint chunk (a killed run resumes from the last one).", min=1)] = 500,
     text_key: TextKey = "text",
@@ -182,16 +191,18 @@ def tag_llm(
     tasks: Tasks = 1,
     workers: Workers = 1,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
-    chat_template_kwargs: Annotated[Optional[str], typer.Option(
+    chat_template_kwargs: Annotated[str | None, typer.Option(
         help="JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model "
              "family; Qwen3 gets thinking off, others {}).")] = None,
-    reasoning_parser: Annotated[Optional[str], typer.Option(
+    reasoning_parser: Annotated[str | None, typer.Option(
         help="--backend vllm: vLLM reasoning parser (deepseek_r1, qwen3, ...) that splits thinking off the answer.")] = None,
-    server_start_timeout: Annotated[Optional[float], typer.Option(
+    server_start_timeout: Annotated[float | None, typer.Option(
         help="Seconds one server start may take until it answers (default: vllm 1800, transformers 600).", min=1)] = None,
-    server_start_retries: Annotated[Optional[int], typer.Option(
+    server_start_retries: Annotated[int | None, typer.Option(
         help="Start attempts after a failed one (default: vllm 2, else 1).", min=0)] = None,
+    *,
     runs_on: ExecutorOptions = LOCAL,
+    server: LLMTagOptions,
 ) -> None:
     """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
 
@@ -211,13 +222,9 @@ def tag_llm(
 
         curate tag-llm --model Qwen/Qwen2.5-0.5B-Instruct --backend transformers --device cpu --gate cues --limit 50
     """
-    from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
+    from curate.pipelines.llm_tag import run_llm_tagging
 
-    server_args = {}
-    for item in server_arg or []:
-        key, sep, value = item.partition("=")
-        server_args[key.strip().lstrip("-")] = value if sep else True
-    template_kwargs = None
+    options = server
     if chat_template_kwargs is not None:
         import json
 
@@ -227,14 +234,7 @@ def tag_llm(
             fail(f"--chat-template-kwargs is not JSON ({error}); pass an object, e.g. '{{\"enable_thinking\": false}}'")
         if not isinstance(template_kwargs, dict):
             fail("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
-    options = LLMTagOptions(
-        model=model, backend=backend, mode=mode, structured=structured, max_doc_tokens=max_doc_tokens,
-        max_answer_tokens=max_answer_tokens, tokenizer=tokenizer, endpoint_url=endpoint_url, tp=tp, dp=dp,
-        server_args=server_args, concurrency=concurrency, request_timeout=request_timeout,
-        records_per_chunk=records_per_chunk, gate=gate, device=device, chat_template_kwargs=template_kwargs,
-        reasoning_parser=reasoning_parser, server_start_timeout=server_start_timeout,
-        server_start_retries=server_start_retries,
-    )
+        options = dataclasses.replace(server, chat_template_kwargs=template_kwargs)
     spec = input_spec(input, text_key, id_key, split, streaming)
     result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
     rows = [r for r in tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]
@@ -270,7 +270,7 @@ def eval_gate(
 
     spec = input_spec(input, text_key, id_key, split, streaming)
     report, missing = evaluate_gate(spec, labels, gate=gate, sample=sample, seed=seed)
-    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"
     rows = [
         ("documents compared", f"{report.documents:,}"),
         ("LLM rows without counts (skipped)", f"{report.skipped_unlabelled:,}"),
@@ -325,7 +325,7 @@ def distill(
     table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
     for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
         table.add_column(column, justify="left" if column == "behavior" else "right")
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"
     for r in report.behaviors:
         c = r.label_counts
         table.add_row(

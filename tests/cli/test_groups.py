@@ -43,6 +43,11 @@ def test_the_llm_commands_show_the_model_server_panel():
     for name in ("audit-verifier", "audit-policy"):
         panels = {p.name: p.rich_help_panel for p in group.commands[name].params}
         assert {panels[f.parameter] for f in JUDGE_FLAGS.values()} == {"Model server"}, name
+    # The taggers' server options come from the same declaration; tag's LLM route takes no parallelism flags.
+    for name, offered in (("tag-llm", SERVER_FLAGS), ("tag", {k: f for k, f in SERVER_FLAGS.items() if k not in ("tp", "dp")})):
+        panels = {p.name: p.rich_help_panel for p in group.commands[name].params}
+        assert {panels[f.parameter] for f in offered.values()} == {"Model server"}, name
+    assert "tp" not in {p.name for p in group.commands["tag"].params}
 
 
 def test_server_group_hands_one_config_and_the_judge_a_server_of_its_own():
