@@ -6,8 +6,10 @@ The corpus is real text from ../shared/data (Stack Exchange posts, PRM800K steps
 solutions), repeated and shuffled to the requested size. Every measurement is a whole process (`curate tag`
 as a user runs it, start-up included, against a bare datatrove jsonl read -> write of the same files), so its
 peak RSS is its own; the rounds alternate them, and medians are printed. Targets: tag/bare throughput ratio
->= 0.5 (goal 0.7); peak RSS at 10x <= 1.2 x peak RSS at 1x; `curate tag` on a tiny input done in < 2 s.
-Last, cues_v3's classify with and without the prefilter in this process (the gain of prefilter.py alone).
+>= 0.5 (goal 0.7); peak RSS at 10x <= 1.2 x peak RSS at 1x; `curate tag` on a tiny input done in < 2 s (and
+`curate --help`, which loads no pipeline). Last, in this process: where classify's time goes (cProfile of the
+classifier `curate tag` runs, on a warm vocabulary as in a long run), and cues_v3's classify with and without the
+prefilter (the gain of prefilter.py alone).
 """
 
 from __future__ import annotations
@@ -94,17 +96,55 @@ def measure(mode: str, corpus: Path) -> dict:
         return run_process([curate, "tag", "--input", str(corpus), "--output", out, "--classifier", "cues"])
 
 
+def sample_of(texts: list[str], megabytes: float, seed: int) -> tuple[list[str], float]:
+    rng = random.Random(seed)
+    sample, size = [], 0
+    while size < megabytes * 1e6:
+        sample.append(rng.choice(texts))
+        size += len(sample[-1].encode())
+    return sample, size / 1e6
+
+
+# Where classify's time goes, by the functions that do each part (cumulative time, so callees are included).
+PARTS = (
+    ("spaCy tokenizer", "language.py", "pipe"),
+    ("matchers (PhraseMatcher, anchored Matchers)", "cues.py", "_matches"),
+    ("sentence marking", "cues.py", "mark_sentences"),
+    ("context rules", "cues.py", "_accept"),
+)
+
+
+def profile(texts: list[str], megabytes: float) -> dict:
+    """cProfile of the classifier `curate tag --classifier cues` runs, over real texts, its vocabulary first warmed
+    on other texts (a fresh one spends a sixth of the tokenizer's time creating lexemes, which a long run does not)."""
+    import cProfile
+    import pstats
+
+    from curate.classifiers.base import get_classifier, resolve_name
+
+    classifier = get_classifier("cues")
+    classifier.classify(sample_of(texts, megabytes / 2, seed=3)[0])
+    sample, size = sample_of(texts, megabytes, seed=2)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    classifier.classify(sample)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    total = max(ct for (_, _, name), (_, _, _, ct, _) in stats.items() if name == "classify")
+    parts = {label: sum(ct for (path, _, name), (_, _, _, ct, _) in stats.items()
+                        if path.endswith(file) and name == function)
+             for label, file, function in PARTS}
+    parts["other (chunking, counting, evidence)"] = total - sum(parts.values())
+    return {"classifier": resolve_name("cues")[0], "mb": size, "seconds": total, "parts": parts}
+
+
 def prefilter_gain(texts: list[str], megabytes: float) -> dict:
     """In this process: cues_v3's classify over the same texts with and without the prefilter (no I/O)."""
     from curate.classifiers.cues import CueClassifier
     from curate.classifiers.cues_v3 import CUES_V3
 
-    rng = random.Random(1)
-    sample, size = [], 0
-    while size < megabytes * 1e6:
-        sample.append(rng.choice(texts))
-        size += len(sample[-1].encode())
-    out = {"mb": size / 1e6}
+    sample, size = sample_of(texts, megabytes, seed=1)
+    out = {"mb": size}
     for label, on in (("plain", False), ("prefilter", True), ("plain2", False), ("prefilter2", True)):
         classifier = CueClassifier(cues=CUES_V3, name="cues_v3", prefilter=on)
         started = time.perf_counter()
@@ -121,7 +161,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=4.0, help="size of the small corpus in MB of text (the large is 10x)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--gain-mb", type=float, default=2.0, help="MB for the in-process prefilter on/off comparison")
+    parser.add_argument("--gain-mb", type=float, default=1.0, help="MB for the in-process prefilter on/off comparison")
+    parser.add_argument("--profile-mb", type=float, default=1.0, help="MB for the in-process profile of classify")
     args = parser.parse_args()
     if not SHARED.is_dir():
         sys.exit(f"shared data not found at {SHARED}")
@@ -134,14 +175,16 @@ def main() -> None:
         for scale in (1, 10):
             corpora[scale] = Path(tmp) / f"corpus{scale}"
             corpora[scale] = (corpora[scale], *make_corpus(corpora[scale], args.mb * scale, texts))
-        startup = []
+        startup, help_startup = [], []
         # Alternated: each round runs every measurement once, so load on a shared machine hits all of them alike.
         for round_ in range(args.rounds):
             startup.append(measure("cues", tiny)["seconds"])
+            help_startup.append(run_process([str(Path(sys.executable).parent / "curate"), "--help"])["seconds"])
             for scale, (corpus, docs, size) in corpora.items():
                 for mode in ("bare", "cues"):
                     rows.append({"round": round_, "scale": scale, "mode": mode, "docs": docs, "mb": size / 1e6,
                                  **measure(mode, corpus)})
+    profiled = profile(texts, args.profile_mb)
     gain = prefilter_gain(texts, args.gain_mb)
     print(f"corpus: {len(texts)} real texts from {SHARED}, repeated and shuffled; 1 task, 1 worker; "
           f"{args.rounds} alternated rounds, medians\n")
@@ -167,6 +210,12 @@ def main() -> None:
           f"{by[10, 'cues']['rss'] / by[1, 'cues']['rss']:.2f} (target <= 1.2)")
     print(f"start-up: `curate tag` on a {0.001 * 1e3:.0f} kB input, whole process: median {median(startup):.2f} s "
           f"{[round(s, 2) for s in startup]} (target < 2 s)")
+    print(f"start-up: `curate --help`, whole process: median {median(help_startup):.2f} s "
+          f"{[round(s, 2) for s in help_startup]}")
+    print(f"\nwhere classify's time goes ({profiled['classifier']}, cProfile, {profiled['mb']:.1f} MB, warm vocabulary, "
+          f"{profiled['seconds']:.1f} s with profiling):")
+    for label, seconds in profiled["parts"].items():
+        print(f"  {label}: {100 * seconds / profiled['seconds']:.0f} %")
     plain, filtered = median([gain["plain"], gain["plain2"]]), median([gain["prefilter"], gain["prefilter2"]])
     print(f"cues_v3 classify in process on {gain['mb']:.1f} MB: without prefilter {plain:.1f} s, with {filtered:.1f} s "
           f"({plain / filtered:.2f}x)")
