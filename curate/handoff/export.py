@@ -13,7 +13,8 @@ instruction or the reward's marker, e.g. `<answer>` or `\\boxed`): an instructio
 Targets (columns written):
     verl      data_source, prompt (chat list), ability, reward_model{style, ground_truth},
               extra_info{split, index, id, question, answer, + the dataset's other scalar columns}
-    trl       prompt (chat list), solution (ground truth), data_source, id    (GRPOTrainer + trl_reward())
+    trl       prompt (chat list), solution (ground truth), data_source, id, + the dataset's other scalar columns
+              (format_score ...), which GRPOTrainer hands to the reward as keywords   (GRPOTrainer + trl_reward())
     openrlhf  input (prompt text), label (ground truth as text), data_source, id
     sft       query, completion, id
     cpt       text, id
@@ -37,8 +38,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.errors import CurateError
-from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 from curate.pipelines.state import STATE
+from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
 COMPLETION_COLUMNS = ("completion", "response", "trace", "output", "solution")
@@ -152,7 +153,10 @@ class Exporter:
                               ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", gold_type)])),
                               ("extra_info", extra_info)])
         if self.target == "trl":
-            return pa.schema([("prompt", MESSAGES), ("solution", gold_type), ("data_source", pa.string()), ("id", pa.string())])
+            # The source's other scalar columns stay top-level: GRPOTrainer passes each column to the reward as a
+            # keyword, and trl_reward reads format_score (and extra_info) from there, as verl reads extra_info.
+            return pa.schema([("prompt", MESSAGES), ("solution", gold_type), ("data_source", pa.string()),
+                              ("id", pa.string()), *self.extra])
         if self.target == "openrlhf":
             return pa.schema([("input", pa.string()), ("label", pa.string()), ("data_source", pa.string()), ("id", pa.string())])
         if self.target == "sft":
@@ -205,7 +209,8 @@ class Exporter:
                                    "answer": row.get("answer"), **extra},
                 }
             if self.target == "trl":
-                return {"prompt": self._messages(prompt), "solution": gold, "data_source": reward.data_source, "id": row_id}
+                return {"prompt": self._messages(prompt), "solution": gold, "data_source": reward.data_source,
+                        "id": row_id, **{f.name: row.get(f.name) for f in self.extra}}
             label = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
             return {"input": prompt, "label": label, "data_source": reward.data_source, "id": row_id}
         if self.target == "sft":
@@ -348,6 +353,7 @@ FIELD_MEANINGS = {
     "completion": "target completion",
     "text": "document text",
     "id": "row id from the source dataset",
+    "format_score": "score of a well-formed wrong answer, read by the Countdown reward",
 }
 
 

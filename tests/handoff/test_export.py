@@ -59,7 +59,7 @@ def test_trl_export_feeds_the_registry_reward(dataset, tmp_path):
     out = tmp_path / "trl"
     run_export(dataset, "trl", out, system="You are careful.", instruction="", progress=False)
     train = load(out)["train"]
-    assert set(train.column_names) == {"prompt", "solution", "data_source", "id"}
+    assert set(train.column_names) == {"prompt", "solution", "data_source", "id", "level"}  # level: a scalar column kept
     assert [m["role"] for m in train[0]["prompt"]] == ["system", "user"]
     assert train[0]["prompt"][1]["content"] == ROWS[0]["question"]
     completions = [[{"role": "assistant", "content": r["completion"]}] for r in ROWS[:2]]
@@ -130,6 +130,15 @@ def test_priming_prompt_is_exported_as_built_and_the_instruction_is_never_repeat
         wrong = " + ".join(map(str, truth["numbers"]))
         expected = 1.0 if sum(truth["numbers"]) == truth["target"] else 0.1
         assert compute_score(row["data_source"], f"<answer> {wrong} </answer>", truth, row["extra_info"]) == expected
+    # TRL: the format score travels as a column, which GRPOTrainer passes to the reward as a keyword.
+    run_export(built, "trl", tmp_path / "trl", progress=False)
+    trl_rows = pq.read_table(tmp_path / "trl" / "data").to_pylist()
+    assert trl_rows and all(row["format_score"] == 0.1 for row in trl_rows)
+    columns = {key: [row[key] for row in trl_rows] for key in trl_rows[0]}
+    wrongs = [" + ".join(map(str, row["solution"]["numbers"])) for row in trl_rows]
+    completions = [[{"role": "assistant", "content": f"<answer> {w} </answer>"}] for w in wrongs]
+    scores = trl_reward()(completions=completions, **columns)
+    assert scores == [1.0 if sum(r["solution"]["numbers"]) == r["solution"]["target"] else 0.1 for r in trl_rows]
 
 
 def test_a_question_that_already_asks_for_the_format_gets_no_second_instruction(tmp_path):
