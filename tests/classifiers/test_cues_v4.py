@@ -9,7 +9,6 @@ import pytest
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
 from curate.classifiers.cues_v4 import CUES_V4, CueClassifierV4
-from tests.support.real_mix import write_real_mix
 
 TRACES = Path(__file__).with_name("countdown_traces.jsonl")
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
@@ -137,16 +136,19 @@ def test_versions():
     assert present(v3.classify(["Let me consider another approach to confirm this."])[0]) == {B}
 
 
-def test_prefilter_changes_nothing(shared_data, tmp_path):
-    """The line cues read the whole text, the engine's cues the prefiltered lines: labels agree either way."""
-    path = tmp_path / "mix.jsonl"
-    write_real_mix(shared_data, path, per_source=20)
-    texts = [json.loads(line)["text"] for line in path.read_text().split("\n") if line]
-    texts += ["1. **Define Variables:**\n   Let r be", "x" * 50 + "\nWait, no.\n2. **Solve**", ""]
+def test_prefilter_changes_nothing_on_headings():
+    """The line cues read the whole text, the engine's cues only the prefiltered lines: labels agree either way (the
+    real-text sample is test_prefilter's, for every cues_vN); here the lines only a line cue reads."""
+    texts = [
+        "1. **Define Variables:**\n   Let r be",
+        "x" * 50 + "\nWait, no.\n2. **Solve**\nplain line\n3) **Check the units**",
+        "Plain text.\n\n10. **Last step** done\n",
+        "",
+    ]
     plain = CueClassifierV4(cues=CUES_V4, name="cues_v4", prefilter=False).classify(texts)
     filtered = CueClassifierV4(cues=CUES_V4, name="cues_v4", prefilter=True).classify(texts)
-    assert len(texts) >= 150
-    assert [i for i, (a, b) in enumerate(zip(plain, filtered)) if a != b] == []
+    assert plain == filtered
+    assert [lab.counts[S] for lab in plain] == [1, 2, 1, 0]
 
 
 def f1(pairs: list[tuple[int, int]]) -> float:
