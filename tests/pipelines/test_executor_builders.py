@@ -275,12 +275,12 @@ def test_cpt_rewrite_goes_to_slurm_with_its_gpus_once_the_pool_is_done(tmp_path,
     submitted = CliRunner().invoke(app, command, catch_exceptions=False)
     assert submitted.exit_code == 0 and "dry run" in submitted.output, submitted.output
     assert (pool_logs / SLURM_SCRIPT).stat().st_mtime_ns == pool_script, "the finished corpus pass is not resubmitted"
-    script = (out / ".curate" / "rewrite" / "logs" / SLURM_SCRIPT).read_text()
+    script = (out / ".curate" / "rewrite" / "round-0" / "logs" / SLURM_SCRIPT).read_text()  # the first rewrite round
     directives = dict(re.findall(r"^#SBATCH --([\w-]+)=?(.*)$", script, flags=re.MULTILINE))
     assert directives["job-name"] == "curate-cpt-rewrite" and directives["gpus"] == "1"
     assert cpt_sets(out)["enriched"], "the sets are written before the rewrite is submitted"
     # Each rerun writes the sets anew; the same rows keep the rewrite's folder (and its checkpoints) for it.
-    documents = out / ".curate" / "rewrite" / "input" / "documents.parquet"
+    documents = out / ".curate" / "rewrite" / "round-0" / "input" / "documents.parquet"
     written = documents.stat().st_mtime_ns
     assert CliRunner().invoke(app, command, catch_exceptions=False).exit_code == 0
     assert documents.stat().st_mtime_ns == written
