@@ -2,10 +2,12 @@
 
     tags --DuckDB--> candidate pools (seeded random order, no id in both, one copy of a repeated id: query.py)
     corpus --datatrove--> pool texts + token counts by the named tokenizer  [--dedup / --decontam on the pool]
+    [--require-solution]  problem and worked solution? cue rule, or the is_solution prompt (InferenceRunner)
     pools --match--> enriched (>= k chosen behaviors) and minimized (none), same token total (within the
                      tolerance), same length distribution (stratified on token-length bins x domain; KS reported)
     [--rewrite]  InferenceRunner: each document -> <question>/<thoughts>/<answer>; unparseable rewrites dropped,
-                 counted and kept in rejects with the raw output
+                 counted and kept in rejects with the raw output; the set plus more of its pool is rewritten, in
+                 rounds, so that both rewritten sets are matched at the budget again
     exports      CPT text (parquet + jsonl), SFT {query, completion} for rewrites, token-packed sequences
 
 Layout:
@@ -14,7 +16,8 @@ Layout:
                                                    completion, text; rejects/rewrite.jsonl
     OUT/exports/<dataset>/{cpt,cpt_jsonl,sft,packed}/
     OUT/rejects/                                   unreadable corpus records, duplicate ids, duplicates, contaminated rows
-    OUT/.curate/                                   pools, parameters, matching report (cpt.json), logs
+    OUT/.curate/                                   pools, parameters, matching report (cpt.json), logs, the LLM jobs
+                                                   (solution/, rewrite/round-N/)
 
 The pass over the corpus (token counting) and the rewrite run on any executor (executors.py). On Slurm the
 command submits the job and returns; the same command run again once it is done carries on from there: the
