@@ -105,48 +105,66 @@ def test_checkpoint_sweep_through_transformers_serve_with_the_tinyzero_prompt(tm
     assert refused.exit_code != 0 and "--checkpoints" in refused.output
 
 
+def check_report_against_rows(samples: list[dict], report: dict) -> None:
+    """Every sample has a count per behavior or a counted reason, and the report's figures are the rows'."""
+    unlabelled = [s for s in samples if any(s[b] is None for b in BEHAVIOR_NAMES)]
+    assert all(s["classifier_error"] for s in unlabelled)
+    assert report["unlabelled"] == len(unlabelled) == sum(report["unlabelled_reasons"].values())
+    for behavior in BEHAVIOR_NAMES:
+        counts = [s[behavior] for s in samples if s[behavior] is not None]
+        figures = report["behaviors"][behavior]
+        assert (figures["labelled"], figures["present"]) == (len(counts), sum(c > 0 for c in counts))
+        assert figures["mean_count"] == (sum(counts) / len(counts) if counts else None)
+
+
 @needs_serve
 def test_llm_v1_labels_every_response_in_line_on_a_judge_server_of_its_own(tmp_path):
     tiny = make_tiny_chat_model(tmp_path / "tiny", seed=3)
-    out = tmp_path / "audit"
-    # The policy: the tiny model under `transformers serve`. The judge: llm_v1 (the tiny model's tokenizer) on a
-    # stand-in endpoint that answers {"count": 1}, or a cut-off '{"count": ' that cannot parse, and counts both.
-    with FaultServer({"truncated": 0.3}, seed=3) as judge:
-        argv = ["audit-policy", "--model", str(tiny), "--task", "countdown", "--n", "3", "--k", "2", "--max-tokens",
-                "16", "--device", "cpu", "--classifier", "llm_v1", "--judge-model", str(tiny), "--judge-backend",
-                "endpoint", "--judge-endpoint-url", judge.url, "-o", str(out)]
-        result = CliRunner().invoke(app, argv)
+    # The policy: a stand-in endpoint whose every answer is the text '{"count": 1}' (the tiny random model answers
+    # blank lines, which leave llm_v1 nothing to label). The judge: llm_v1 on the tiny model under
+    # `transformers serve`, a server of its own on another backend.
+    with FaultServer({}, seed=0) as policy, FaultServer({"truncated": 0.3}, seed=3) as stand_in_judge:
+        common = ["audit-policy", "--model", "stand-in-policy", "--backend", "endpoint", "--endpoint-url", policy.url,
+                  "--task", "countdown", "--n", "3", "--k", "2", "--max-tokens", "16", "--classifier", "llm_v1",
+                  "--judge-model", str(tiny)]
+        out = tmp_path / "audit"
+        result = CliRunner().invoke(app, [*common, "--judge-backend", "transformers", "--device", "cpu", "-o", str(out)])
         assert result.exit_code == 0, result.output
-        answered = dict(judge.outcomes)
         samples = pq.read_table(out / "samples.parquet").to_pylist()
         report = json.loads((out / "report.json").read_text())
-        assert len(samples) == 6 == report["samples"] and report["classifier"] == "llm_v1"
-        assert report["judge"] == str(tiny)
-        sent = [s for s in samples if s["finish_reason"] != "error" and (s["text"] or "").strip()]
-        assert sum(answered.values()) == 4 * len(sent)  # per-behavior: one question per behavior and response
+        assert len(samples) == 6 == report["samples"] == policy.outcomes["ok"]
+        assert (report["classifier"], report["judge"]) == ("llm_v1", str(tiny))
+        tags = [row for path in sorted((out / "tags" / "llm_v1").glob("attributes_*.parquet"))
+                for row in pq.read_table(path).to_pylist()]
+        # Every response went to the judge, four questions each, and came back by its id.
+        assert sorted(t["id"] for t in tags) == sorted(f"{s['key']}#{s['sample']}" for s in samples)
+        assert all(len(t["llm_answers"]) == 4 and t["model"] == str(tiny) for t in tags)
         for sample in samples:
-            assert sample["classifier"] == "llm_v1"
-            if sample in sent:
-                for behavior in BEHAVIOR_NAMES:
-                    # A count, or a parse failure named in the row's error.
-                    assert sample[behavior] == 1 or (sample[behavior] is None and f"{behavior}: no count"
-                                                     in sample["classifier_error"])
-            else:
-                assert all(sample[b] is None for b in BEHAVIOR_NAMES) and sample["classifier_error"] == "empty output"
-        # Every cut-off answer is one counted parse failure, and nothing else is.
-        assert sum(s[b] is None for s in sent for b in BEHAVIOR_NAMES) == answered.get("truncated", 0)
-        unlabelled = [s for s in samples if any(s[b] is None for b in BEHAVIOR_NAMES)]
-        assert report["unlabelled"] == len(unlabelled) == sum(report["unlabelled_reasons"].values())
-        assert report["unlabelled_reasons"].get("parse", 0) == sum(s in sent for s in unlabelled)
-        for behavior in BEHAVIOR_NAMES:
-            counts = [s[behavior] for s in samples if s[behavior] is not None]
-            figures = report["behaviors"][behavior]
-            assert (figures["labelled"], figures["present"]) == (len(counts), sum(c > 0 for c in counts))
-            assert figures["mean_count"] == (sum(counts) / len(counts) if counts else None)
-        # The same command again resumes both jobs: no policy sample and no judge request is made twice.
+            assert sample["classifier"] == "llm_v1" and sample["text"] == '{"count": 1}'
+            # The random judge's answers are noise: a count where one parsed, else the parse failure, named.
+            for behavior in BEHAVIOR_NAMES:
+                assert sample[behavior] is not None or f"{behavior}:" in sample["classifier_error"]
+        check_report_against_rows(samples, report)
+
+        # The same judge model on a stand-in endpoint that cuts some answers off: each cut answer is one counted
+        # parse failure, every other answer the count it gives.
+        out = tmp_path / "audit-stand-in"
+        argv = [*common, "--judge-backend", "endpoint", "--judge-endpoint-url", stand_in_judge.url, "-o", str(out)]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 0, result.output
+        answered = dict(stand_in_judge.outcomes)
+        samples = pq.read_table(out / "samples.parquet").to_pylist()
+        report = json.loads((out / "report.json").read_text())
+        assert sum(answered.values()) == 4 * len(samples) == 24 and answered.get("truncated", 0) > 0
+        assert sum(s[b] is None for s in samples for b in BEHAVIOR_NAMES) == answered["truncated"]
+        assert all(s[b] in (1, None) for s in samples for b in BEHAVIOR_NAMES)
+        assert report["unlabelled_reasons"] == {"parse": report["unlabelled"]}
+        check_report_against_rows(samples, report)
+        # The same command again resumes both jobs: no sample and no judge request is made twice.
+        sampled = policy.outcomes["ok"]
         again = CliRunner().invoke(app, argv)
         assert again.exit_code == 0, again.output
-        assert dict(judge.outcomes) == answered
+        assert dict(stand_in_judge.outcomes) == answered and policy.outcomes["ok"] == sampled
         assert pq.read_table(out / "samples.parquet").to_pylist() == samples
     refused = CliRunner().invoke(app, ["audit-policy", "--model", str(tiny), "--classifier", "llm_v1", "-o",
                                        str(tmp_path / "x")])
