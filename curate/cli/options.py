@@ -190,8 +190,3 @@ def sampling_config(**fields):
 
 
 SystemOption = Annotated[str | None, typer.Option(help="System message before every prompt.")]
-
-
-DataParallelOption = Annotated[int, typer.Option(help="vLLM data parallelism.", min=1)]
-
-
