@@ -51,3 +51,46 @@ def _rebind_datatrove_sink() -> None:
     # datatrove adds its default sink on import, holding whatever stderr was then.
     if "datatrove.utils.logging" in sys.modules:
         sys.modules["datatrove.utils.logging"].setup_default_logger()
+
+
+class ProgressBar:
+    """The one progress bar of curate's long jobs (rich, as the CLI's tables and errors): items done, the total when
+    known, the rate and time left, and an optional status line (throughput, parse failures). Disabled, it does
+    nothing, so callers do not branch on `progress`. Transient: a finished bar leaves the summary, not itself."""
+
+    def __init__(self, label: str, total: int | None = None, enabled: bool = True, unit: str = "doc"):
+        self._bar = None
+        if enabled:
+            # rich.progress is imported only when a bar is drawn: a plain import of curate.console stays cheap.
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(f"{unit}s"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[status]}"),
+                transient=True,
+            )
+            self._task = self._bar.add_task(label, total=total, status="")
+            self._bar.start()
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def status(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, status=text)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

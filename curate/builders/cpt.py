@@ -60,6 +60,7 @@ from curate.classifiers.solution import (
     judge_by_cues,
     parse_solution_answer,
 )
+from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.pipelines.executors import (
     LOCAL,
@@ -817,9 +818,7 @@ REWRITE_SCHEMA = pa.schema([
 
 @contextmanager
 def rewrite_context(prompts: RewritePrompts, tokenizer: str, max_doc_tokens: int, max_new_tokens: int, progress: bool):
-    from tqdm import tqdm
-
-    bar = tqdm(desc="rewrite", unit="doc", disable=not progress, dynamic_ncols=True)
+    bar = ProgressBar("rewrite", enabled=progress)
     try:
         yield {"prompts": prompts, "truncator": Truncator(tokenizer, max_doc_tokens), "max_new_tokens": max_new_tokens,
                "bar": bar}
@@ -837,7 +836,7 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
     try:
         text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
     except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is kept with its reason
-        bar.update(1)
+        bar.advance()
         return {**row, "error": f"tokenize: {type(error).__name__}: {error}"}
     payload = {"messages": prompts.messages(text, row["variant"]), "max_tokens": max_new_tokens, "temperature": 0.0}
     try:
@@ -845,7 +844,7 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
     except ServerError:
         raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
     except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
-        bar.update(1)
+        bar.advance()
         message = error.error if isinstance(error, InferenceError) else error
         return {**row, "error": f"request: {type(error).__name__}: {str(message)[:300]}"}
     row.update(raw=result.text, finish_reason=result.finish_reason,
@@ -855,7 +854,7 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
         row.update(parse_rewrite(result.text, result.finish_reason))
     except RewriteParseError as error:
         row["error"] = f"parse: {error}"
-    bar.update(1)
+    bar.advance()
     return row
 
 
@@ -1289,9 +1288,7 @@ SOLUTION_SCHEMA = pa.schema([
 @contextmanager
 def solution_context(prompt: SolutionPrompt, tokenizer: str, max_doc_tokens: int, max_answer_tokens: int,
                      progress: bool):
-    from tqdm import tqdm
-
-    bar = tqdm(desc="is_solution", unit="doc", disable=not progress, dynamic_ncols=True)
+    bar = ProgressBar("is_solution", enabled=progress)
     try:
         yield {"prompt": prompt, "truncator": Truncator(tokenizer, max_doc_tokens), "max_answer_tokens": max_answer_tokens,
                "bar": bar}
@@ -1310,7 +1307,7 @@ async def solution_rollout(document, generate, prompt: SolutionPrompt, truncator
     try:
         text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
     except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is rejected with its reason
-        bar.update(1)
+        bar.advance()
         return {**row, "reason": f"error: tokenize: {type(error).__name__}: {error}"}
     payload = {"messages": prompt.messages(text), "max_tokens": max_answer_tokens, "temperature": 0.0}
     try:
@@ -1318,11 +1315,11 @@ async def solution_rollout(document, generate, prompt: SolutionPrompt, truncator
     except ServerError:
         raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
     except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
-        bar.update(1)
+        bar.advance()
         message = error.error if isinstance(error, InferenceError) else error
         return {**row, "reason": f"error: request: {type(error).__name__}: {str(message)[:300]}"}
     judgement = parse_solution_answer(result.text)
-    bar.update(1)
+    bar.advance()
     return {**row, "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
             "reason": judgement.reason, "raw": result.text, "finish_reason": result.finish_reason}
 

@@ -35,6 +35,7 @@ from datatrove.pipeline.writers.jsonl import JsonlWriter
 from curate.behaviors import Behavior
 from curate.builders.trace_templates import teacher_messages
 from curate.classifiers.llm import json_objects
+from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
@@ -78,13 +79,8 @@ class LLMOptions(ServerOptions):
 # --------------------------------------------------------------------------------------------- #
 @contextmanager
 def _progress_context(total: int, description: str, progress: bool):
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=description, unit="item", disable=not progress, dynamic_ncols=True)
-    try:
+    with ProgressBar(description, total=total, enabled=progress, unit="item") as bar:
         yield {"bar": bar}
-    finally:
-        bar.close()
 
 
 def _request_failure(error: BaseException) -> dict:
@@ -105,7 +101,7 @@ async def single_rollout(document, generate, bar) -> dict:
         answer = _answer(await generate(dict(document.metadata[REQUEST_KEY])))
     except Exception as error:  # noqa: BLE001 - a failed request becomes a refusal reason; _request_failure re-raises a dead server
         answer = _request_failure(error)
-    bar.update(1)
+    bar.advance()
     return answer
 
 
@@ -125,7 +121,7 @@ async def reformulate_rollout(document, generate, bar) -> dict:
                 out["judge"] = _answer(await generate(judge_payload(request, parsed, request["options"])))
             except Exception as error:  # noqa: BLE001 - as above
                 out["judge"] = _request_failure(error)
-    bar.update(1)
+    bar.advance()
     return out
 
 

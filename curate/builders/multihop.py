@@ -42,7 +42,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from curate.builders.arith import (
     ExpressionError,
@@ -53,6 +52,7 @@ from curate.builders.arith import (
     parse_solution,
     written_in_words,
 )
+from curate.console import ProgressBar
 from curate.pipelines.readers import REJECT_REASON, InputSpec, is_reject, make_reader
 from curate.pipelines.state import STATE
 
@@ -313,7 +313,7 @@ class ChainBuilder:
             raise ValueError("no source problem has a number that a previous answer could replace")
         max_attempts = max_attempts or 10 * n + 100
         chains: list[list[Hop]] = []
-        with tqdm(total=n, desc="chains", unit="chain", disable=not progress) as bar:
+        with ProgressBar("chains", total=n, enabled=progress, unit="chain") as bar:
             while len(chains) < n and stats.chain_attempts < max_attempts:
                 attempt = stats.chain_attempts
                 stats.chain_attempts += 1
@@ -335,7 +335,7 @@ class ChainBuilder:
                 else:
                     chains.append(chain)
                     stats.hop_counts[k] += 1
-                    bar.update()
+                    bar.advance()
         return chains
 
 
@@ -539,7 +539,8 @@ def clean_sources(
         raise ValueError("--dedup / --decontam read the source problems from local files: save the hub split as "
                          "jsonl or parquet first")
     if dedup:
-        from curate.pipelines.dedup import dedup as run_dedup, dedup_card_section
+        from curate.pipelines.dedup import dedup as run_dedup
+        from curate.pipelines.dedup import dedup_card_section
 
         stage = output / STATE / "sources_dedup"
         result = run_dedup(spec.path, stage, text_key=spec.text_key, id_key=spec.id_key, progress=progress)

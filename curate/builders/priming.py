@@ -46,6 +46,7 @@ from curate.builders.priming_judge import (
     judge_traces,
 )
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
+from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.pipelines.state import STATE
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
@@ -292,7 +293,8 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     drawn = 0
     sizes = config.sizes
     oversample = config.llm_oversample if config.writer == "llm" else 1.0
-    bar = _progress(progress, config.n + config.test_n, f"{config.variant} ({config.answers})")
+    bar = ProgressBar(f"{config.variant} ({config.answers})", total=config.n + config.test_n, enabled=progress,
+                      unit="trace")
     try:
         while any(kept[s] < wanted[s] for s in wanted):
             batch: list[tuple[Problem, str]] = []
@@ -518,26 +520,6 @@ class _PartialParquet:
     def abort(self) -> None:
         self.writer.close()
         self.partial.unlink(missing_ok=True)
-
-
-class _progress:
-    def __init__(self, enabled: bool, total: int, label: str):
-        self.bar = None
-        if enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeRemainingColumn(), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task(label, total=total)
-
-    def advance(self) -> None:
-        if self.bar:
-            self.bar.advance(self.task)
-
-    def close(self) -> None:
-        if self.bar:
-            self.bar.stop()
 
 
 def dataset_stats(output: Path, result: PrimingResult) -> dict:

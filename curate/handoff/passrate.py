@@ -41,14 +41,15 @@ from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.builders.priming import tinyzero_prompt
+from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
+from curate.pipelines.state import STATE
 from curate.pipelines.steps import PARTIAL, AtomicOutput
 from curate.rewards.registry import get_reward
-from curate.pipelines.state import STATE
 
 RESULTS_KEY = "curate_samples"
 SAMPLING_CONFIG = "sampling.json"
@@ -189,17 +190,15 @@ class PromptReader(PipelineStep):
 
 class SampleMeter:
     def __init__(self, progress: bool, k: int):
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc=f"sampling k={k}", unit="sample", disable=not progress, dynamic_ncols=True)
+        self.bar = ProgressBar(f"sampling k={k}", enabled=progress, unit="sample")
         self.samples = self.correct = self.scored = 0
 
     def add(self, reward: float | None) -> None:
         self.samples += 1
         self.scored += reward is not None
         self.correct += reward == 1.0
-        self.bar.set_postfix_str(f"solved {self.correct}/{self.scored} scored", refresh=False)
-        self.bar.update(1)
+        self.bar.status(f"solved {self.correct}/{self.scored} scored")
+        self.bar.advance()
 
 
 @contextmanager

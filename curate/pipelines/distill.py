@@ -30,6 +30,7 @@ from curate.classifiers.distilled import (
     Embedder,
     Heads,
 )
+from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
@@ -204,12 +205,10 @@ def _plot(curves: dict[str, tuple[np.ndarray, np.ndarray, float]], path: Path) -
 
 def _matched_texts(spec: InputSpec, labels: dict[str, tuple], limit: int, progress: bool):
     """Streams the corpus and keeps the labelled documents, in corpus order (first occurrence of an id)."""
-    from tqdm.auto import tqdm
-
     ids, texts, rejects = [], [], 0
     wanted = set(labels)
-    with tqdm(total=min(len(wanted), limit) if limit > 0 else len(wanted), desc="matching texts", unit="doc",
-              disable=not progress) as bar:
+    with ProgressBar("matching texts", total=min(len(wanted), limit) if limit > 0 else len(wanted),
+                     enabled=progress) as bar:
         for document in make_reader(spec).run(None, 0, 1):
             if is_reject(document):
                 rejects += 1
@@ -218,7 +217,7 @@ def _matched_texts(spec: InputSpec, labels: dict[str, tuple], limit: int, progre
                 wanted.discard(document.id)
                 ids.append(document.id)
                 texts.append(document.text)
-                bar.update()
+                bar.advance()
                 if len(ids) == limit or not wanted:
                     break
     return ids, texts, rejects
@@ -242,8 +241,6 @@ def train_distilled(
     hidden: int = 256,
 ) -> DistillReport:
     """`regularization`: C of the logistic heads (default 1.0), or the MLP's L2 alpha (head="mlp"; give e.g. 1e-3)."""
-    from tqdm.auto import tqdm
-
     if head not in HEAD_KINDS:
         raise DistillError(f"unknown head {head!r}; expected one of {', '.join(HEAD_KINDS)}")
     started = time.time()
@@ -266,9 +263,12 @@ def train_distilled(
 
     embedder = Embedder(embedding_model, max_chunks=max_chunks, batch_size=batch_size)
     batches = range(0, len(texts), 256)
-    embeddings = np.concatenate(
-        [embedder.embed(texts[i:i + 256]) for i in tqdm(batches, desc="embedding", unit="batch", disable=not progress)]
-    )
+    with ProgressBar("embedding", total=len(batches), enabled=progress, unit="batch") as bar:
+        chunks = []
+        for i in batches:
+            chunks.append(embedder.embed(texts[i:i + 256]))
+            bar.advance()
+    embeddings = np.concatenate(chunks)
     matrix = np.asarray([labels[i] for i in ids], dtype=object)
     split = _split(len(ids), seed, validation, test)
 

@@ -28,6 +28,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
 from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
+from curate.console import ProgressBar
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
@@ -135,11 +136,9 @@ class Meter:
     """Live throughput for the progress bar of one task (rollouts run on one event loop)."""
 
     def __init__(self, progress: bool):
-        from tqdm import tqdm
-
         self.started = time.perf_counter()
         self.requests = self.prompt_tokens = self.completion_tokens = self.parse_failures = self.documents = 0
-        self.bar = tqdm(desc="LLM tagging", unit="doc", disable=not progress, dynamic_ncols=True)
+        self.bar = ProgressBar("LLM tagging", enabled=progress)
 
     def add(self, requests: int, prompt_tokens: int, completion_tokens: int, parse_failed: bool) -> None:
         self.documents += 1
@@ -148,12 +147,11 @@ class Meter:
         self.completion_tokens += completion_tokens
         self.parse_failures += parse_failed
         seconds = max(time.perf_counter() - self.started, 1e-9)
-        self.bar.set_postfix_str(
+        self.bar.status(
             f"{self.requests / seconds:.1f} req/s, prompt {self.prompt_tokens / seconds:,.0f} tok/s, "
-            f"gen {self.completion_tokens / seconds:,.0f} tok/s, parse fail {100 * self.parse_failures / self.documents:.1f} %",
-            refresh=False,
+            f"gen {self.completion_tokens / seconds:,.0f} tok/s, parse fail {100 * self.parse_failures / self.documents:.1f} %"
         )
-        self.bar.update(1)
+        self.bar.advance()
 
 
 @contextmanager
