@@ -372,7 +372,7 @@ def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, re
     for problem, split in batch:
         result.attempted += 1
         try:
-            drafts.append((problem, split, *_draft(problem, config, tokenizer, rng)))
+            drafts.append((problem, split, *draft_trace(problem, config, tokenizer, rng)))
         except TraceError as error:
             _reject(rejects, result, problem, split, f"no trace: {error}", None)
     labels = classifier.classify([d[2] for d in drafts]) if drafts else []
@@ -445,7 +445,7 @@ def _llm_drafts(batch, config: PrimingConfig, tokenizer, rejects, result, output
     return drafts
 
 
-def _draft(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Random) -> tuple[str, str, dict]:
+def draft_trace(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Random) -> tuple[str, str, dict]:
     """(think text, answer expression, writer metadata) for one problem under the configured variant."""
     seed_rng = random.Random(rng.random())
     if config.variant in VARIANTS:

@@ -294,7 +294,7 @@ def _anchor(words: list[str]) -> list[str]:
     return anchor
 
 
-def _expand(words: list[str]) -> Iterator[tuple[str, ...]]:
+def spellings(words: list[str]) -> Iterator[tuple[str, ...]]:
     """Every token sequence a pattern of literal words can match (alternatives, optional words, apostrophes)."""
     choices = []
     for word in words:
@@ -449,10 +449,10 @@ class CueClassifier(Classifier):
                 self.matchers[key] = (matcher, len(words))
                 self.matcher.add(key, [[_token_spec(w) for w in words]])
                 anchor = _anchor(words)
-                self.anchors.add(key, [self._lowered(p) for p in _expand(anchor)])
+                self.anchors.add(key, [self._lowered(p) for p in spellings(anchor)])
                 self.fixed_after[key] = self._fixed_after(words[len(anchor) :])
             else:
-                self.phrases.add(key, [self._lowered(p) for p in _expand(words)])
+                self.phrases.add(key, [self._lowered(p) for p in spellings(words)])
 
     def _fixed_after(self, words: list[str]) -> list[tuple[int, frozenset[int] | None]]:
         """The words after a pattern's anchor that sit at a fixed offset from it in every match (up to the first

@@ -222,9 +222,9 @@ def run_policy_audit(
     partial_path = samples_path.with_name(samples_path.name + PARTIAL)
     with pq.ParquetWriter(partial_path, SAMPLES_SCHEMA) as writer:
         for batch in batched(_samples(sampling.rates_dir), batch_size):
-            rows = _labelled(batch, labeller) if labels is None else _labelled_by_id(batch, labels, name)
+            rows = label_rows(batch, labeller) if labels is None else _labelled_by_id(batch, labels, name)
             for row in rows:
-                _count(result, row)
+                count_row(result, row)
             writer.write_table(pa.Table.from_pylist(rows, schema=SAMPLES_SCHEMA))
     os.replace(partial_path, samples_path)
     _write_report(result, options)
@@ -284,7 +284,7 @@ def _labelled_by_id(batch: list[dict], labels: dict[str, dict], name: str) -> li
     return rows
 
 
-def _labelled(batch: list[dict], labeller) -> list[dict]:
+def label_rows(batch: list[dict], labeller) -> list[dict]:
     labels = labeller.classify([row["text"] or "" for row in batch])
     rows = []
     for row, label in zip(batch, labels, strict=True):
@@ -296,7 +296,7 @@ def _labelled(batch: list[dict], labeller) -> list[dict]:
     return rows
 
 
-def _count(result: PolicyAuditResult, row: dict) -> None:
+def count_row(result: PolicyAuditResult, row: dict) -> None:
     result.samples += 1
     result.prompts += row["sample"] == 0
     result.truncated += row["finish_reason"] == "length"

@@ -6,20 +6,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.behaviors import BEHAVIOR_NAMES
-from curate.classifiers import get_classifier
-from curate.classifiers.base import Classifier, register
 from curate.builders.priming import (
     PrimingConfig,
     PrimingError,
-    _draft,
     count_tokens,
+    draft_trace,
     load_tokenizer,
     placeholder_text,
     run_priming,
 )
 from curate.builders.trace_templates import VARIANTS, TraceError, teacher_messages, write_trace
-from curate.schema import Labels
+from curate.classifiers import get_classifier
+from curate.classifiers.base import Classifier, register
 from curate.puzzles.countdown import check_expression, generate_problem, score_countdown
+from curate.schema import Labels
 
 THINK = re.compile(r"^<think>\n(.*)\n</think>\n<answer> (.*) </answer>$", re.DOTALL)
 
@@ -151,7 +151,7 @@ def test_placeholder_matches_the_token_count_of_the_paired_trace(tmp_path, token
     for _ in range(10):
         problem = generate_problem(rng)
         try:
-            filler, answer, _ = _draft(problem, config, tokenizer, random.Random(11))
+            filler, answer, _ = draft_trace(problem, config, tokenizer, random.Random(11))
         except TraceError:  # no backward chain reaches the target: the builder draws another problem
             continue
         drafted += 1

@@ -83,7 +83,7 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
     """Guards the routing of patterns between the PhraseMatcher and the Matcher."""
     from spacy.tokens import Doc
 
-    from curate.classifiers.cues import CUES, _expand
+    from curate.classifiers.cues import CUES, spellings
     from curate.classifiers.cues_v2 import CUES_V2
     from curate.classifiers.cues_v3 import CUES_V3
     from curate.classifiers.cues_v4 import CUES_V4
@@ -92,7 +92,7 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
         words = cue.pattern.split()
         if cue.pattern == "?" or any(w.removesuffix("?") in ("NUM", "*") or w.startswith("ANY{") for w in words):
             continue
-        phrase = next(_expand(words))
+        phrase = next(spellings(words))
         doc = Doc(cues.nlp.vocab, words=list(phrase))
         found = {cues.nlp.vocab.strings[m] for m, _, _ in [*cues.phrases(doc), *cues.matcher(doc)]}
         assert key in found, (cue.pattern, phrase)

@@ -126,7 +126,7 @@ def test_filter_end_to_end_through_transformers_serve(dataset, tiny_model, tmp_p
 
 def test_policy_audit_counts_behaviors_and_accuracy_from_labelled_samples():
     from curate.classifiers import get_classifier
-    from curate.handoff.policy_audit import BehaviorRow, PolicyAuditResult, _count, _labelled
+    from curate.handoff.policy_audit import BehaviorRow, PolicyAuditResult, count_row, label_rows
 
     texts = [
         "Let me try 3 * 5 = 15. Let me verify: 15 + 1 = 16, which is the target. <answer>3 * 5 + 1</answer>",
@@ -138,7 +138,7 @@ def test_policy_audit_counts_behaviors_and_accuracy_from_labelled_samples():
     batch = [{"key": f"0:{i}", "id": f"p{i}", "sample": 0, "data_source": "curate/countdown", "text": t, "reward": r,
               "finish_reason": "stop", "request_error": None} for i, (t, r) in enumerate(zip(texts, rewards))]
     cues = get_classifier("cues")
-    rows = _labelled(batch, cues)
+    rows = label_rows(batch, cues)
     expected = cues.classify(texts[:3])
     for row, label in zip(rows[:3], expected):
         assert {b: row[b] for b in BEHAVIOR_NAMES} == label.counts
@@ -146,7 +146,7 @@ def test_policy_audit_counts_behaviors_and_accuracy_from_labelled_samples():
     result = PolicyAuditResult(output=Path("."), model="m", task="countdown", classifier=cues.name,
                                behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES})
     for row in rows:
-        _count(result, row)
+        count_row(result, row)
     assert (result.samples, result.scored, result.correct, result.unlabelled, result.empty) == (4, 4, 2, 1, 1)
     for behavior, stats in result.behaviors.items():
         with_it = [r for r, label in zip(rewards, expected) if label.counts[behavior]]

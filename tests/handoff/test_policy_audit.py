@@ -15,7 +15,7 @@ from curate.builders.priming import SYSTEM_PREAMBLE, tinyzero_prompt
 from curate.classifiers import get_classifier
 from curate.cli import app
 from curate.handoff.passrate import PassRateError, SamplingOptions
-from curate.handoff.policy_audit import BehaviorRow, PolicyAuditError, PolicyAuditResult, _count, checkpoint_dirs
+from curate.handoff.policy_audit import BehaviorRow, PolicyAuditError, PolicyAuditResult, checkpoint_dirs, count_row
 from curate.rewards import compute_score
 from tests.support.fault_server import FaultServer
 from tests.support.shared import HAS_SERVE
@@ -29,7 +29,7 @@ def test_mean_count_per_response_next_to_presence():
                                behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES})
     counts = [3, 0, 1, None]  # verification in four responses; the last could not be labelled
     for i, count in enumerate(counts):
-        _count(result, {"sample": 0, "finish_reason": "stop", "text": "x", "reward": float(i == 0),
+        count_row(result, {"sample": 0, "finish_reason": "stop", "text": "x", "reward": float(i == 0),
                         **{b: (count if b == "verification" else (None if count is None else 0)) for b in BEHAVIOR_NAMES}})
     row = result.behaviors["verification"]
     assert (row.labelled, row.present, row.total) == (3, 2, 4)
