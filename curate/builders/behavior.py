@@ -15,6 +15,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from curate.data_cards.cards import write_behavior_card
+from curate.pipelines.decontam import decontaminate_dataset
+from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
 from curate.pipelines.query import (
     Selection,
@@ -26,15 +29,15 @@ from curate.pipelines.query import (
     write_kept_copies,
 )
 from curate.pipelines.readers import InputSpec, make_reader
+from curate.pipelines.state import STATE
 from curate.pipelines.steps import (
     DatasetWriter,
     KeepFirstCopy,
     KeepSelected,
     SplitRejects,
+    kept_column_fields,
 )
 from curate.pipelines.tag import MANIFEST, EmptyRunError, run_tagging
-from curate.pipelines.state import STATE
-
 
 
 @dataclass
@@ -66,9 +69,6 @@ def run_build(
     allow_partial: bool = False,
     keep_columns: list[str] | None = None,
 ) -> BuildResult:
-    from curate.data_cards.cards import write_behavior_card
-    from curate.pipelines.steps import kept_column_fields
-
     output = Path(output)
     given_tags = tags_root
     kept = kept_column_fields(spec, keep_columns or [])  # a column no record has fails before the tagging
@@ -136,12 +136,8 @@ def run_build(
     )
     # After the card: each adds its own report section to it.
     if dedup:
-        from curate.pipelines.dedup import dedup_dataset
-
         dedup_dataset(output, text_key="text", tasks=tasks, workers=workers, progress=progress)
     if decontam:
-        from curate.pipelines.decontam import decontaminate_dataset
-
         decontaminate_dataset(output, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
                               workers=workers, progress=progress)
     return BuildResult(output=output, tags_dir=tagged.tags_dir, selected=selected, parameters=parameters,

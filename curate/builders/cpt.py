@@ -61,7 +61,20 @@ from curate.classifiers.solution import (
     parse_solution_answer,
 )
 from curate.console import ProgressBar
+from curate.data_cards.cards import (
+    cleaning_options,
+    rejects_table,
+    render_card,
+    save_card,
+    size_category,
+    split_configs,
+    stats_table,
+)
+from curate.data_cards.plots import plot_length_histograms
 from curate.errors import CurateError
+from curate.handoff.export import input_files, run_export
+from curate.pipelines.decontam import decontaminate
+from curate.pipelines.dedup import dedup as dedup_pool
 from curate.pipelines.executors import (
     LOCAL,
     ExecutorOptions,
@@ -1129,8 +1142,6 @@ def pack_dataset(dataset: Path, output: Path, tokenizer_name: str, pack_length: 
     memmap:  tokens.bin, a flat array of ids (reshape to (-1, pack_length) for full sequences).
     Both: index.parquet (id, start: offset of the document's first token in the flat stream, n_tokens incl. EOS)
     and meta.json (dtype, tokenizer, eos id, totals)."""
-    from curate.handoff.export import input_files
-
     if fmt not in ("parquet", "memmap"):
         raise CPTError("--pack-format must be parquet or memmap")
     if pack_length < 2:
@@ -1207,8 +1218,6 @@ def load_packed_tokens(packed: Path) -> np.ndarray:
 def export_dataset(dataset: Path, exports: Path, tokenizer: str, pack_length: int, pack_format: str,
                    progress: bool = True) -> dict:
     """CPT text (parquet via the shared export module, plus jsonl), SFT where the rows have a completion, packing."""
-    from curate.handoff.export import run_export
-
     done: dict = {}
     cpt = run_export(dataset, "cpt", exports / "cpt", progress=progress)
     done["cpt"] = sum(cpt.rows.values())
@@ -1239,8 +1248,6 @@ def _length_histogram(connection, files: list[str]) -> list[tuple[str, int, int]
 
 
 def _plot_lengths(output: Path, datasets: dict[str, Path], tokenizer: str) -> str:
-    from curate.data_cards.plots import plot_length_histograms
-
     with duckdb.connect() as connection:
         lengths = {name: [r[0] for r in connection.sql("SELECT n_tokens FROM read_parquet($f)",
                                                        params={"f": parquet_files(folder)}).fetchall()]
@@ -1452,7 +1459,6 @@ def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: 
     """`curate cpt` with every option this build used (tags by absolute path, as the card records them)."""
     import shlex
 
-    from curate.data_cards.cards import cleaning_options
 
     selection = parameters["selection"]
     parts = ["curate", "cpt", "--tags", parameters["tags"], "--texts", spec.path, "--tokens", str(parameters["budget"]),
@@ -1551,14 +1557,6 @@ def write_cpt_card(output: Path, variant: str, parameters: dict, report: MatchRe
                    rejects: dict[str, int]) -> None:
     from huggingface_hub import DatasetCardData
 
-    from curate.data_cards.cards import (
-        rejects_table,
-        render_card,
-        save_card,
-        size_category,
-        split_configs,
-        stats_table,
-    )
 
     data = output / "data"
     files = parquet_files(data)
@@ -1643,12 +1641,6 @@ def _rematch_table(result: RewriteResult, parameters: dict) -> str:
 def write_rewrite_card(output: Path, variant: str, result: RewriteResult, options: RewriteOptions, parameters: dict) -> None:
     from huggingface_hub import DatasetCardData
 
-    from curate.data_cards.cards import (
-        render_card,
-        save_card,
-        size_category,
-        split_configs,
-    )
 
     kept, dropped = result.kept[variant], result.dropped[variant]
     card_data = DatasetCardData(
@@ -1785,13 +1777,9 @@ def run_cpt(
     # Cleaned into a folder of their own: the pool stays as the corpus pass wrote it, for the next rerun.
     pool = pool_dir
     if dedup:
-        from curate.pipelines.dedup import dedup as dedup_pool
-
         dedup_pool(pool, cleaned, text_key="text", tasks=tasks, workers=workers, progress=progress)
         pool = cleaned
     if decontam:
-        from curate.pipelines.decontam import decontaminate
-
         decontaminate(pool, cleaned, decontam, fields=["text"], benchmarks_dir=benchmarks_dir, tasks=tasks,
                       workers=workers, progress=progress)
         pool = cleaned

@@ -38,7 +38,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from curate.builders.llm_writers import PROMPT_VERSION, LLMOptions, Rewrite, reformulate_rows
+from curate.data_cards.cards import cleaning_options, load_snippet, render_card, save_card, size_category, split_configs
 from curate.errors import CurateError
+from curate.pipelines.decontam import decontaminate_dataset, parse_against
+from curate.pipelines.dedup import dedup_dataset
+from curate.pipelines.state import files_signature
 from curate.rewards.equivalence import parse_latex, verify_parsed
 
 DATA_SOURCE = "curate/mcqa_open"
@@ -122,8 +127,6 @@ def output_identity(inputs: list[str], fmt: str, limit: int, reformulate: dict |
     file; a hub input by name), as the CLI and the flow both claim the output folder with it."""
     from dataclasses import asdict
 
-    from curate.builders.llm_writers import LLMOptions
-    from curate.pipelines.state import files_signature
 
     parameters = {"inputs": list(inputs), "format": fmt, "limit": limit, "dedup": dedup, "decontam": decontam,
                   "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None,
@@ -902,12 +905,8 @@ def run_mcqa(
 
     output = Path(output)
     if reformulate:
-        from curate.builders.llm_writers import LLMOptions
-
         LLMOptions(**reformulate).validate()  # a wrong backend fails before the conversion, not after it
     if decontam:
-        from curate.pipelines.decontam import parse_against
-
         parse_against(decontam, benchmarks_dir)  # so does a wrong --decontam
     for sub in ("data", "rejects", ".curate"):
         (output / sub).mkdir(parents=True, exist_ok=True)
@@ -965,8 +964,6 @@ def run_mcqa(
     parameters = {"inputs": inputs, "format": fmt, "limit": limit, "item_seconds": ITEM_SECONDS,
                   "fingerprint": hashlib.sha256(json.dumps([inputs, fmt, limit]).encode()).hexdigest()[:16]}
     if reformulate:
-        from curate.builders.llm_writers import PROMPT_VERSION
-
         parameters["reformulate"] = {**reformulate, "prompt_version": PROMPT_VERSION}
     stats = {"kept": result.kept, "rejected": result.rejected, "by_source": result.by_source,
              "by_reason": result.by_reason, "answer_types": result.answer_types}
@@ -981,12 +978,8 @@ def run_mcqa(
         if not wanted:
             (output / "rejects" / side_file).unlink(missing_ok=True)  # from an earlier run with the option
     if dedup:
-        from curate.pipelines.dedup import dedup_dataset
-
         dedup_dataset(output, text_key="question", progress=progress)
     if decontam:
-        from curate.pipelines.decontam import decontaminate_dataset
-
         decontaminate_dataset(output, decontam, fields=["question"], benchmarks_dir=benchmarks_dir, progress=progress)
     return result
 
@@ -998,7 +991,6 @@ def _reformulate(data_tmp: Path, rejects_tmp: Path, options: dict, output: Path,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from curate.builders.llm_writers import LLMOptions, Rewrite, reformulate_rows
 
     table = pq.read_table(data_tmp)
     rows = table.to_pylist()
@@ -1047,7 +1039,6 @@ def reproduce_command(output: Path, parameters: dict, dedup: bool, decontam: str
                       benchmarks_dir: str | Path | None) -> str:
     import shlex
 
-    from curate.data_cards.cards import cleaning_options
 
     command = ["curate", "mcqa", *(part for i in parameters["inputs"] for part in ("--input", i)),
                "--format", parameters["format"], "--output", str(output)]
@@ -1064,7 +1055,6 @@ def write_mcqa_card(output: Path, result: McqaResult, parameters: dict, dedup: b
                     benchmarks_dir: str | Path | None = None) -> None:
     from huggingface_hub import DatasetCardData
 
-    from curate.data_cards.cards import load_snippet, render_card, save_card, size_category, split_configs
 
     card_data = DatasetCardData(
         license="other", language=["en"], task_categories=["question-answering", "text-generation"],

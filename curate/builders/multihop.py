@@ -53,6 +53,17 @@ from curate.builders.arith import (
     written_in_words,
 )
 from curate.console import ProgressBar
+from curate.data_cards.cards import (
+    cleaning_options,
+    load_snippet,
+    render_card,
+    save_card,
+    size_category,
+    split_configs,
+)
+from curate.pipelines.decontam import decontam_card_section, decontaminate
+from curate.pipelines.dedup import dedup as run_dedup
+from curate.pipelines.dedup import dedup_card_section
 from curate.pipelines.readers import REJECT_REASON, InputSpec, is_reject, make_reader
 from curate.pipelines.state import STATE
 
@@ -539,9 +550,6 @@ def clean_sources(
         raise ValueError("--dedup / --decontam read the source problems from local files: save the hub split as "
                          "jsonl or parquet first")
     if dedup:
-        from curate.pipelines.dedup import dedup as run_dedup
-        from curate.pipelines.dedup import dedup_card_section
-
         stage = output / STATE / "sources_dedup"
         result = run_dedup(spec.path, stage, text_key=spec.text_key, id_key=spec.id_key, progress=progress)
         for record in _jsonl(stage / "rejects" / "duplicates.jsonl"):
@@ -549,8 +557,6 @@ def clean_sources(
         sections["dedup"] = _with_note(dedup_card_section(result), "duplicate_source")
         _keep_reports(stage, output, "dedup.json", "duplicates.jsonl")
     if decontam:
-        from curate.pipelines.decontam import decontam_card_section, decontaminate
-
         stage = output / STATE / "sources_decontam"
         result = decontaminate(spec.path, stage, decontam, fields=[spec.text_key, answer_key], id_key=spec.id_key,
                                benchmarks_dir=benchmarks_dir, progress=progress)
@@ -598,8 +604,6 @@ def _table(header: tuple[str, str], counts: dict, total: int | None = None) -> s
 
 
 def reproduce_command(parameters: dict, output: Path) -> str:
-    from curate.data_cards.cards import cleaning_options
-
     parts = ["curate", "multihop", "--input", parameters["input"], "--output", str(output), "--hops", parameters["hops"],
              "--n", str(parameters["n"]), "--seed", str(parameters["seed"]), "--max-ratio", str(parameters["max_ratio"]),
              "--tries-per-link", str(parameters["tries_per_link"]), "--question-key", parameters["text_key"],
@@ -627,13 +631,6 @@ def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: di
     """The family card; `reports` are the cleaning sections of the source problems (--dedup / --decontam)."""
     from huggingface_hub import DatasetCardData
 
-    from curate.data_cards.cards import (
-        load_snippet,
-        render_card,
-        save_card,
-        size_category,
-        split_configs,
-    )
 
     chains = stats.rows.get("full", 0)
     card_data = DatasetCardData(

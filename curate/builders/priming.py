@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.builders.llm_writers import LLMOptions, LLMWriterError, write_llm_traces
 from curate.builders.priming_judge import (
     JUDGE_DIR,
     VERDICTS,
@@ -46,8 +47,12 @@ from curate.builders.priming_judge import (
     judge_traces,
 )
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
+from curate.classifiers import get_classifier
 from curate.console import ProgressBar
+from curate.data_cards.cards import cleaning_options, load_snippet, render_card, save_card, size_category, split_configs
 from curate.errors import CurateError
+from curate.pipelines.decontam import decontaminate_dataset, parse_against
+from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.state import STATE
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
 from curate.rewards.registry import check_format_score
@@ -146,8 +151,6 @@ class PrimingConfig:
         if self.writer not in ("symbolic", "llm"):
             raise PrimingError("--writer must be 'symbolic' or 'llm'")
         if self.writer == "llm":
-            from curate.builders.llm_writers import LLMOptions, LLMWriterError
-
             if not self.llm or not self.llm.get("model"):
                 raise PrimingError("the LLM trace writer (--writer llm) needs a teacher model: --model M (and --backend)")
             try:
@@ -262,12 +265,8 @@ def load_tokenizer(name: str):
 def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True, dedup: bool = False,
                 decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> PrimingResult:
     """Builds the dataset; `dedup` / `decontam` (benchmarks as `curate decontam --against`) then clean it in place."""
-    from curate.classifiers import get_classifier
-
     config.validate()
     if decontam:
-        from curate.pipelines.decontam import parse_against
-
         parse_against(decontam, benchmarks_dir)  # a wrong --decontam fails now, not after the build
     output = Path(output)
     classifier = get_classifier(config.classifier)
@@ -352,12 +351,8 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     # After the card: each adds its own report section to it. The question is the Countdown template around
     # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
     if dedup:
-        from curate.pipelines.dedup import dedup_dataset
-
         dedup_dataset(output, text_key="completion", progress=progress)
     if decontam:
-        from curate.pipelines.decontam import decontaminate_dataset
-
         decontaminate_dataset(output, decontam, fields=["question", "completion"], benchmarks_dir=benchmarks_dir,
                               progress=progress)
     return result
@@ -425,8 +420,6 @@ def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, re
 
 def _llm_drafts(batch, config: PrimingConfig, tokenizer, rejects, result, output: Path) -> list:
     """Teacher traces for a whole batch in one LLM job; traces the writer refuses go to rejects."""
-    from curate.builders.llm_writers import LLMOptions, write_llm_traces
-
     behaviors = VARIANTS[config.placeholder_for] if config.variant == "placeholder_cot" else config.requested
     workdir = output / STATE / "llm" / f"job-{result.attempted:07d}"
     traces = write_llm_traces([p for p, _ in batch], behaviors, config.answers, LLMOptions(**config.llm), workdir,
@@ -605,8 +598,6 @@ FIELDS = [
 
 def reproduce_command(config: PrimingConfig, output: Path, dedup: bool, decontam: str | None,
                       benchmarks_dir: str | Path | None) -> str:
-    from curate.data_cards.cards import cleaning_options
-
     command = ["curate", "priming", "--variant", config.variant, "--answers", config.answers, "--n", str(config.n),
                "--test-n", str(config.test_n), "--seed", str(config.seed), "--writer", config.writer,
                "--classifier", config.classifier, "--numbers", ",".join(map(str, config.sizes)),
@@ -662,7 +653,6 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                        decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> None:
     from huggingface_hub import DatasetCardData
 
-    from curate.data_cards.cards import load_snippet, render_card, save_card, size_category, split_configs
 
     stats = result.stats
     requested = sorted(b.value for b in config.requested)

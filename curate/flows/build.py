@@ -7,6 +7,8 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field, field_validator, model_validator
 
+from curate.behaviors import UnknownBehaviorError, parse_behavior_list
+from curate.builders.behavior import run_build
 from curate.flows.common import (
     CleaningParameters,
     InputParameters,
@@ -14,6 +16,9 @@ from curate.flows.common import (
     claim,
     submission_summary,
 )
+from curate.pipelines.executors import JobSubmitted
+from curate.pipelines.query import Selection
+from curate.pipelines.tag import file_fingerprints
 
 
 class BuildParameters(InputParameters):
@@ -35,8 +40,6 @@ class BuildParameters(InputParameters):
     @field_validator("behaviors", "exclude_behaviors")
     @classmethod
     def _known(cls, value: str | None, info) -> str | None:
-        from curate.behaviors import UnknownBehaviorError, parse_behavior_list
-
         try:
             parsed = parse_behavior_list(value, allow_none=info.field_name == "behaviors")
         except UnknownBehaviorError as error:
@@ -51,9 +54,6 @@ class BuildParameters(InputParameters):
         return self
 
     def selection(self):
-        from curate.behaviors import parse_behavior_list
-        from curate.pipelines.query import Selection
-
         return Selection(behaviors=parse_behavior_list(self.behaviors, allow_none=True), min_count=self.min_count,
                          exclude=parse_behavior_list(self.exclude_behaviors) or [], limit=self.limit, seed=self.seed)
 
@@ -64,9 +64,6 @@ def _build_key(context, arguments: dict) -> str:
 
 @task(name="build-dataset", cache_key_fn=_build_key, persist_result=True)
 def build_dataset(params: BuildParameters) -> dict:
-    from curate.builders.behavior import run_build
-    from curate.pipelines.executors import JobSubmitted
-
     try:
         result = run_build(params.spec(), params.output, params.selection(), tags_root=params.tags,
                            classifier=params.classifier, tasks=params.tasks, workers=params.workers,
@@ -83,8 +80,6 @@ def build_dataset(params: BuildParameters) -> dict:
 def build_flow(params: BuildParameters, overwrite: bool = False) -> dict:
     """Build a behavior dataset; a rerun with the same inputs, classifier and selection is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate build --overwrite`)."""
-    from curate.pipelines.tag import file_fingerprints
-
     output = Path(params.output)
     # `curate build`'s keys, so that either sees the other's dataset as its own.
     what = {"behaviors": params.behaviors, "input": params.input, "tags": params.tags, "classifier": params.classifier,

@@ -18,12 +18,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 import curate
+from curate.classifiers import UnknownClassifierError, resolve_name
+from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions
+from curate.pipelines.readers import InputSpec
+from curate.pipelines.state import claim_output
 
 
 def check_classifier(value: str) -> str:
     """A pydantic validator body: the classifier spec must name a registered classifier."""
-    from curate.classifiers import UnknownClassifierError, resolve_name
-
     try:
         resolve_name(value)
     except UnknownClassifierError as error:
@@ -48,8 +50,6 @@ class ExecutorParameters(BaseModel):
 
     @model_validator(mode="after")
     def _valid(self):
-        from curate.pipelines.executors import ExecutorConfigError
-
         try:
             self.options().validate()
         except ExecutorConfigError as error:
@@ -57,8 +57,6 @@ class ExecutorParameters(BaseModel):
         return self
 
     def options(self):
-        from curate.pipelines.executors import ExecutorOptions
-
         return ExecutorOptions(**self.model_dump())
 
 
@@ -81,8 +79,6 @@ def claim(output: str | Path, command: str, parameters: dict, inputs=None, overw
     """The output rule of the commands, for a flow: a folder holding another dataset fails the flow run (with the
     fix) unless `overwrite`; a folder that is up to date is left to the flow's cached task. The
     parameters use the command's keys, so a flow and `curate COMMAND` each see the other's dataset as their own."""
-    from curate.pipelines.state import claim_output
-
     parameters = {k: str(v) if isinstance(v, Path) else v for k, v in parameters.items()}
     return claim_output(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
 
@@ -122,8 +118,6 @@ class InputParameters(BaseModel):
 
     @property
     def resolved_classifier(self) -> str:
-        from curate.classifiers import resolve_name
-
         return resolve_name(self.classifier)[0]
 
     @property
@@ -131,8 +125,6 @@ class InputParameters(BaseModel):
         return self.input.startswith("hf:")
 
     def spec(self):
-        from curate.pipelines.readers import InputSpec
-
         return InputSpec(path=self.input, text_key=self.text_key, id_key=self.id_key, split=self.split,
                          config=self.config, streaming=self.streaming)
 

@@ -8,6 +8,18 @@ from typing import Literal
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curate.behaviors import parse_behavior_list
+from curate.builders.cpt import (
+    LENGTH_MATCH_ALIASES,
+    LENGTH_MATCH_MODES,
+    CPTSelection,
+    RewriteOptions,
+    SolutionJudgeOptions,
+    length_removed,
+    parse_token_count,
+    run_cpt,
+    tag_files,
+)
 from curate.flows.common import (
     ExecutorParameters,
     cache_key,
@@ -17,6 +29,10 @@ from curate.flows.common import (
     spec_files_signature,
     submission_summary,
 )
+from curate.pipelines.executors import JobSubmitted
+from curate.pipelines.readers import InputSpec
+from curate.pipelines.state import folder_signature
+from curate.pipelines.tag import file_fingerprints
 
 
 class CPTParameters(BaseModel):
@@ -64,16 +80,12 @@ class CPTParameters(BaseModel):
     @field_validator("tokens")
     @classmethod
     def _budget(cls, value: str) -> str:
-        from curate.builders.cpt import parse_token_count
-
         parse_token_count(value)  # CPTError is a ValueError: reported as a validation error
         return value
 
     @field_validator("length_match")
     @classmethod
     def _mode(cls, value: str) -> str:
-        from curate.builders.cpt import LENGTH_MATCH_ALIASES, LENGTH_MATCH_MODES
-
         if LENGTH_MATCH_ALIASES.get(value, value) not in LENGTH_MATCH_MODES:
             raise ValueError(f"length_match must be one of {', '.join(LENGTH_MATCH_MODES)}")
         return LENGTH_MATCH_ALIASES.get(value, value)
@@ -87,8 +99,6 @@ class CPTParameters(BaseModel):
 
     @model_validator(mode="after")
     def _inputs(self):
-        from curate.builders.cpt import tag_files
-
         self.selection()  # unknown behaviors and an impossible k fail here, before the run
         self.rewrite_options()
         if (self.require_solution == "llm") != (self.solution_judge is not None):
@@ -99,26 +109,17 @@ class CPTParameters(BaseModel):
         return self
 
     def selection(self):
-        from curate.behaviors import parse_behavior_list
-        from curate.builders.cpt import CPTSelection
-
         chosen = parse_behavior_list(self.behaviors) if self.behaviors else None
         return CPTSelection(**({"behaviors": chosen} if chosen else {}), min_behaviors=self.min_behaviors,
                             min_count=self.min_count, seed=self.seed)
 
     def rewrite_options(self):
-        from curate.builders.cpt import RewriteOptions
-
         return RewriteOptions(**self.rewrite) if self.rewrite is not None else None
 
     def solution_judge_options(self):
-        from curate.builders.cpt import SolutionJudgeOptions
-
         return SolutionJudgeOptions(**self.solution_judge) if self.solution_judge is not None else None
 
     def spec(self):
-        from curate.pipelines.readers import InputSpec
-
         return InputSpec(path=self.texts, text_key=self.text_key, id_key=self.id_key, split=self.split)
 
     @property
@@ -131,7 +132,6 @@ class CPTParameters(BaseModel):
 
 def _cpt_key(context, arguments: dict) -> str:
     params: CPTParameters = arguments["params"]
-    from curate.builders.cpt import tag_files
 
     return cache_key("cpt", params, files_signature(tag_files(params.tags)), spec_files_signature(params.spec()))
 
@@ -140,8 +140,6 @@ def _cpt_key(context, arguments: dict) -> str:
 def build_cpt(params: CPTParameters) -> dict:
     from dataclasses import asdict
 
-    from curate.builders.cpt import length_removed, run_cpt
-    from curate.pipelines.executors import JobSubmitted
 
     try:
         result = run_cpt(params.tags, params.spec(), params.tokens, params.tokenizer, params.output, params.selection(),
@@ -166,9 +164,6 @@ def build_cpt(params: CPTParameters) -> dict:
 def cpt_flow(params: CPTParameters, overwrite: bool = False) -> dict:
     """Matched enriched / minimized CPT corpora; a rerun on unchanged tags, corpus and options is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate cpt --overwrite`)."""
-    from curate.pipelines.state import folder_signature
-    from curate.pipelines.tag import file_fingerprints
-
     output = Path(params.output)
     # How the job runs (tasks, workers, executor) does not change what it writes.
     what = params.model_dump(mode="json", exclude={"output", "tasks", "workers", "executor"})

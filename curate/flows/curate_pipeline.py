@@ -12,6 +12,7 @@ from curate.flows.build import BuildParameters, build_flow
 from curate.flows.export import ExportParameters, export_flow
 from curate.flows.publish import PublishParameters, publish_flow
 from curate.flows.tag import TagParameters, tag_flow
+from curate.handoff.export import TARGETS
 
 
 class PipelineParameters(BuildParameters):
@@ -26,8 +27,6 @@ class PipelineParameters(BuildParameters):
     @field_validator("export_to")
     @classmethod
     def _target(cls, value: str | None) -> str | None:
-        from curate.handoff.export import TARGETS
-
         if value is not None and value not in TARGETS:
             raise ValueError(f"unknown export target {value!r}; choose one of {', '.join(TARGETS)}")
         return value

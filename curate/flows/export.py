@@ -8,6 +8,7 @@ from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curate.flows.common import cache_key, claim, files_signature
+from curate.handoff.export import TARGETS, ExportError, input_files, output_identity, run_export
 
 
 class ExportParameters(BaseModel):
@@ -22,8 +23,6 @@ class ExportParameters(BaseModel):
     @field_validator("to")
     @classmethod
     def _target(cls, value: str) -> str:
-        from curate.handoff.export import TARGETS
-
         if value not in TARGETS:
             raise ValueError(f"unknown target {value!r}; choose one of {', '.join(TARGETS)}")
         return value
@@ -32,7 +31,6 @@ class ExportParameters(BaseModel):
     def _paths(self):
         if Path(self.output).resolve() == Path(self.dataset).resolve():
             raise ValueError("the output must not be the dataset itself")
-        from curate.handoff.export import ExportError
 
         try:
             self.input_files()
@@ -41,8 +39,6 @@ class ExportParameters(BaseModel):
         return self
 
     def input_files(self) -> list[Path]:
-        from curate.handoff.export import input_files
-
         return [path for _, path in input_files(Path(self.dataset))]
 
 
@@ -53,8 +49,6 @@ def _export_key(context, arguments: dict) -> str:
 
 @task(name="export-dataset", cache_key_fn=_export_key, persist_result=True)
 def export_dataset(params: ExportParameters) -> dict:
-    from curate.handoff.export import run_export
-
     result = run_export(params.dataset, params.to, params.output, instruction=params.instruction,
                         system=params.system, progress=False)
     return {"output": str(result.output), "target": result.target, "rows": dict(result.rows),
@@ -65,8 +59,6 @@ def export_dataset(params: ExportParameters) -> dict:
 def export_flow(params: ExportParameters, overwrite: bool = False) -> dict:
     """Export a dataset for a trainer; a rerun on an unchanged dataset is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate export --overwrite`)."""
-    from curate.handoff.export import output_identity
-
     output = Path(params.output)
     what, inputs = output_identity(params.dataset, params.to, params.instruction, params.system)
     claimed = claim(output, "export", what, inputs=inputs, overwrite=overwrite)

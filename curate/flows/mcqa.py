@@ -7,6 +7,8 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from curate.builders.llm_writers import LLMOptions
+from curate.builders.mcqa import FORMATS, input_files, output_identity, run_mcqa
 from curate.flows.common import CleaningParameters, cache_key, claim, files_signature
 
 
@@ -28,8 +30,6 @@ class McqaParameters(BaseModel):
     @classmethod
     def _valid_llm(cls, value: dict | None) -> dict | None:
         if value is not None:
-            from curate.builders.llm_writers import LLMOptions
-
             try:
                 LLMOptions(**{"temperature": 0.0, **value}).validate()
             except TypeError as error:  # a field LLMOptions does not have
@@ -39,8 +39,6 @@ class McqaParameters(BaseModel):
     @field_validator("format")
     @classmethod
     def _known_format(cls, value: str) -> str:
-        from curate.builders.mcqa import FORMATS
-
         if value not in FORMATS:
             raise ValueError(f"unknown format {value!r}; choose one of {', '.join(FORMATS)}")
         return value
@@ -48,8 +46,6 @@ class McqaParameters(BaseModel):
     @field_validator("inputs")
     @classmethod
     def _inputs_exist(cls, values: list[str]) -> list[str]:
-        from curate.builders.mcqa import input_files
-
         for value in values:
             if not value.startswith("hf:"):
                 try:
@@ -63,8 +59,6 @@ class McqaParameters(BaseModel):
         return any(i.startswith("hf:") for i in self.inputs)
 
     def local_files(self) -> list[Path]:
-        from curate.builders.mcqa import input_files
-
         return [f for i in self.inputs if not i.startswith("hf:") for f in input_files(i)]
 
 
@@ -75,8 +69,6 @@ def _mcqa_key(context, arguments: dict) -> str:
 
 @task(name="convert-mcqa", cache_key_fn=_mcqa_key, persist_result=True)
 def convert_mcqa(params: McqaParameters) -> dict:
-    from curate.builders.mcqa import run_mcqa
-
     reformulate = {"temperature": 0.0, **params.reformulate} if params.reformulate else None
     result = run_mcqa(params.inputs, params.output, fmt=params.format, workers=params.workers, limit=params.limit,
                       progress=False, reformulate=reformulate, **params.cleaning.arguments())
@@ -89,8 +81,6 @@ def convert_mcqa(params: McqaParameters) -> dict:
 def mcqa_flow(params: McqaParameters, overwrite: bool = False) -> dict:
     """Convert multiple-choice items to open-answer questions; a rerun on unchanged inputs is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate mcqa --overwrite`)."""
-    from curate.builders.mcqa import output_identity
-
     output = Path(params.output)
     reformulate = {"temperature": 0.0, **params.reformulate} if params.reformulate else None
     what, inputs = output_identity(params.inputs, params.format, params.limit, reformulate,

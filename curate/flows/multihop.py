@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curate.builders.multihop import parse_hop_range, run_multihop
 from curate.flows.common import (
     CleaningParameters,
     cache_key,
@@ -14,6 +15,8 @@ from curate.flows.common import (
     claim,
     spec_files_signature,
 )
+from curate.pipelines.readers import InputSpec
+from curate.pipelines.tag import file_fingerprints
 
 
 class MultihopParameters(BaseModel):
@@ -38,8 +41,6 @@ class MultihopParameters(BaseModel):
     @field_validator("hops")
     @classmethod
     def _hop_range(cls, value: str) -> str:
-        from curate.builders.multihop import parse_hop_range
-
         parse_hop_range(value)
         return value
 
@@ -53,8 +54,6 @@ class MultihopParameters(BaseModel):
         return self.input.startswith("hf:")
 
     def spec(self):
-        from curate.pipelines.readers import InputSpec
-
         return InputSpec(path=self.input, text_key=self.question_key, id_key=self.id_key, split=self.split)
 
 
@@ -65,8 +64,6 @@ def _multihop_key(context, arguments: dict) -> str:
 
 @task(name="build-multihop", cache_key_fn=_multihop_key, persist_result=True)
 def build_multihop(params: MultihopParameters) -> dict:
-    from curate.builders.multihop import parse_hop_range, run_multihop
-
     result = run_multihop(params.spec(), params.output, n=params.n, hops=parse_hop_range(params.hops), seed=params.seed,
                           max_ratio=params.max_ratio, tries_per_link=params.tries_per_link,
                           answer_key=params.answer_key, progress=False, license=params.license,
@@ -81,8 +78,6 @@ def build_multihop(params: MultihopParameters) -> dict:
 def multihop_flow(params: MultihopParameters, overwrite: bool = False) -> dict:
     """Chain problems so that each answer feeds the next; a rerun on unchanged inputs is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate multihop --overwrite`)."""
-    from curate.pipelines.tag import file_fingerprints
-
     output = Path(params.output)
     # `curate multihop`'s keys, so that either sees the other's dataset as its own.
     what = {**params.model_dump(exclude={"output", "cleaning"}), **params.cleaning.arguments()}

@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curate.builders.priming import ALL_VARIANTS, PrimingConfig, apply_preset, run_priming
 from curate.flows.common import CleaningParameters, cache_key, check_classifier, claim
 
 
@@ -53,20 +54,15 @@ class PrimingParameters(BaseModel):
         return self
 
     def variant_names(self) -> list[str]:
-        from curate.builders.priming import ALL_VARIANTS
-
         if self.variants.strip() == "all":
             return [v for v in ALL_VARIANTS if v != "placeholder_cot" or self.tokenizer]
         return [v.strip() for v in self.variants.split(",") if v.strip()]
 
     def configs(self) -> list[tuple[str, object]]:
         """(output directory, PrimingConfig) per variant."""
-        from curate.builders.priming import PrimingConfig
-
         names = self.variant_names()
         if not names:
             raise ValueError("variants is empty")
-        from curate.builders.priming import apply_preset
 
         shared = self.model_dump(exclude={"variants", "output", "cleaning", "preset"})
         space = ("n_numbers", "number_range", "target_range")
@@ -88,8 +84,6 @@ def _priming_key(context, arguments: dict) -> str:
 
 @task(name="build-priming-set", cache_key_fn=_priming_key, persist_result=True)
 def build_priming_set(params: PrimingParameters, variant: str, output: str) -> dict:
-    from curate.builders.priming import run_priming
-
     config = dict(params.configs())[output]
     result = run_priming(config, output, progress=False, **params.cleaning.arguments())
     return {"variant": variant, "output": output, "rows": dict(result.rows), "attempted": result.attempted,

@@ -12,6 +12,7 @@ from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curate.flows.common import cache_key
+from curate.handoff.publish import REPO_ID, UploadError, publish, validate_dataset
 
 UPLOAD_RETRIES = 3
 UPLOAD_RETRY_DELAYS = [10, 60, 300]
@@ -31,8 +32,6 @@ class PublishParameters(BaseModel):
     @field_validator("repo_id")
     @classmethod
     def _repo_id(cls, value: str) -> str:
-        from curate.handoff.publish import REPO_ID
-
         if not REPO_ID.match(value):
             raise ValueError(f"repo_id {value!r} is not of the form ORG/NAME")
         return value
@@ -51,15 +50,12 @@ def _push_key(context, arguments: dict) -> str:
 def validate(params: PublishParameters) -> list[dict]:
     from dataclasses import asdict
 
-    from curate.handoff.publish import validate_dataset
 
     plan = validate_dataset(params.directory, include_rejects=params.include_rejects)
     return [asdict(f) for f in plan.files]
 
 
 def _worth_retrying(task, task_run, state) -> bool:
-    from curate.handoff.publish import UploadError
-
     return isinstance(state.data, UploadError) and state.data.transient
 
 
@@ -67,8 +63,6 @@ def _worth_retrying(task, task_run, state) -> bool:
       retry_condition_fn=_worth_retrying, cache_key_fn=_push_key, persist_result=True)
 def push(params: PublishParameters, files: list[dict]) -> dict:
     """Validates again (the directory may have changed since) and uploads one commit."""
-    from curate.handoff.publish import publish
-
     result = publish(params.directory, params.repo_id, private=params.private, include_rejects=params.include_rejects,
                      endpoint=params.endpoint, commit_message=params.commit_message)
     return {"repo_id": result.repo_id, "commit_url": result.commit_url, "files": len(result.plan.files),

@@ -8,6 +8,9 @@ from prefect import flow, get_run_logger, task
 from pydantic import Field
 
 from curate.flows.common import InputParameters, cache_key, completed_tasks, submission_summary
+from curate.pipelines.executors import JobSubmitted
+from curate.pipelines.query import behavior_stats, count_rejects
+from curate.pipelines.tag import run_tagging
 
 
 class TagParameters(InputParameters):
@@ -21,10 +24,6 @@ def _tag_key(context, arguments: dict) -> str:
 
 @task(name="tag-corpus", cache_key_fn=_tag_key, persist_result=True)
 def tag_corpus(params: TagParameters) -> dict:
-    from curate.pipelines.executors import JobSubmitted
-    from curate.pipelines.query import behavior_stats, count_rejects
-    from curate.pipelines.tag import run_tagging
-
     try:
         result = run_tagging(params.spec(), params.output, params.classifier, tasks=params.tasks,
                              workers=params.workers, batch_size=params.batch_size, progress=False, limit=params.limit,

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
-from curate.handoff.verifier_audit import Pair
+from curate.classifiers import get_classifier
+from curate.handoff.verifier_audit import Pair, run_audit
+from curate.rewards import get_reward
 from curate.rewards.extract import BARE, extract_answer
 
 CELLS = ("tp", "fp", "fn", "tn")
@@ -46,7 +48,6 @@ def tag_pairs(pairs: Sequence[Pair], classifier: str, batch_size: int = 32, prog
     """Each pair's response labeled by a registered classifier (`cues`: its newest version)."""
     from rich.progress import Progress
 
-    from curate.classifiers import get_classifier
 
     labeller = get_classifier(classifier)
     counts, errors = [], 0
@@ -292,9 +293,6 @@ def run_stratified_audit(pairs: Sequence[Pair], rewards: Sequence[str], classifi
                          resamples: int = DEFAULT_RESAMPLES, seed: int = 0, threads: int | None = None,
                          source: dict | None = None, progress: bool = True) -> StratifiedAudit:
     """Scores every pair with each reward, tags the responses once, and computes every stratified figure."""
-    from curate.handoff.verifier_audit import run_audit
-    from curate.rewards import get_reward
-
     if not pairs:
         raise ValueError("no pairs to audit")
     names = list(dict.fromkeys(get_reward(r).data_source for r in rewards or ["math"]))  # unknown: a clear error now

@@ -37,8 +37,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.data_cards.cards import load_snippet, render_card, save_card, size_category
 from curate.errors import CurateError
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, folder_signature
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
@@ -266,8 +267,6 @@ def run_export(
 def output_identity(dataset: str | Path, target: str, instruction: str | None, system: str | None) -> tuple[dict, list]:
     """What decides an export (or a launch kit made of exports): its parameters and the dataset's files, as the CLI
     and the flow claim the output folder with them."""
-    from curate.pipelines.state import folder_signature
-
     parameters = {"dataset": str(Path(dataset).resolve()), "to": target, "instruction": instruction, "system": system}
     return parameters, folder_signature(dataset)
 
@@ -364,7 +363,6 @@ def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, u
 
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from curate.data_cards.cards import load_snippet, render_card, save_card, size_category
 
     source = DatasetCard.load(dataset / "README.md").data if (dataset / "README.md").is_file() else None
     splits = sorted(result.rows)

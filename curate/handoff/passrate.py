@@ -42,6 +42,14 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.builders.priming import tinyzero_prompt
 from curate.console import ProgressBar
+from curate.data_cards.cards import (
+    load_snippet,
+    render_card,
+    save_card,
+    schema_fields,
+    size_category,
+    split_configs,
+)
 from curate.errors import CurateError
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.executors import LOCAL, ExecutorOptions
@@ -485,14 +493,6 @@ def write_passrate_card(result: PassRateResult, dataset: Path, options: Sampling
     """The family card; license, language and task are the source dataset's: the rows are its rows."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from curate.data_cards.cards import (
-        load_snippet,
-        render_card,
-        save_card,
-        schema_fields,
-        size_category,
-        split_configs,
-    )
 
     source = DatasetCard.load(dataset / "README.md").data if (dataset / "README.md").is_file() else None
     sampling = result.sampling

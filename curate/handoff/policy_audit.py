@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.builders.trace_templates import countdown_question
 from curate.classifiers import get_classifier, resolve_name
+from curate.data_cards.plots import plot_behaviors_over_steps
 from curate.errors import CurateError
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
 from curate.pipelines.llm.server import ServerOptions
@@ -414,8 +415,6 @@ def checkpoint_dirs(pattern: str) -> list[tuple[int, Path]]:
 def run_checkpoint_sweep(pattern: str, output: str | Path, options: SamplingOptions, **audit) -> SweepResult:
     """One audit per checkpoint directory (same prompts, same sampling), in step order, then the figure of behaviors
     and accuracy over training steps. `audit`: run_policy_audit's task, dataset, n, seed, classifier."""
-    from curate.data_cards.plots import plot_behaviors_over_steps
-
     output = Path(output)
     found = checkpoint_dirs(pattern)
     audits = [run_policy_audit(output / path.name, dataclasses.replace(options, model=str(path)), **audit)

@@ -39,11 +39,19 @@ from datatrove.utils.hashes.xxhash import xxhash64
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
-from curate.pipelines.executors import ExecutorOptions, Stage, finish_stage, input_signature, resumable_stage, run_stages
+from curate.data_cards.cards import update_card_section, write_step_card
+from curate.pipelines.executors import (
+    ExecutorOptions,
+    Stage,
+    finish_stage,
+    input_signature,
+    resumable_stage,
+    run_stages,
+)
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import CorpusReader, InputSpec, is_reject
-from curate.pipelines.steps import AtomicOutput, SplitRejects
 from curate.pipelines.state import STATE
+from curate.pipelines.steps import AtomicOutput, SplitRejects
 
 ROW = "curate_row"  # the record as read: written back unchanged
 SPLIT = "curate_split"
@@ -211,8 +219,6 @@ def count_rows(directory: Path) -> int:
 def write_report(input: str | Path, output: Path, key: str, report: str, card: dict) -> None:
     """A step run on a dataset in place adds its report to the dataset's card; run into another folder, it writes
     that folder a card of its own (`card`: write_step_card's keywords)."""
-    from curate.data_cards.cards import update_card_section, write_step_card
-
     in_place = Path(str(input)).expanduser().resolve() == output.resolve()
     if in_place and (output / "README.md").exists():
         update_card_section(output, key, report)

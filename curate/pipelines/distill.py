@@ -32,6 +32,7 @@ from curate.classifiers.distilled import (
 )
 from curate.console import ProgressBar
 from curate.errors import CurateError
+from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
 PR_PLOT = "pr_curves.png"
@@ -82,7 +83,6 @@ def load_labels(tags: str | Path) -> tuple[dict[str, tuple], list[str]]:
     rows the gate ruled out; those are the gate's verdict, not the LLM's, so only route 'llm' counts."""
     import duckdb
 
-    from curate.pipelines.query import parquet_files
 
     files = [f for f in parquet_files(tags) if not Path(f).name.startswith("selection")]
     if not files:

@@ -26,8 +26,15 @@ from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES
+from curate.classifiers import get_classifier
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
-from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier
+from curate.classifiers.llm import (
+    DEFAULT_MAX_DOC_TOKENS,
+    LLMClassifier,
+    default_chat_template_kwargs,
+    labels_from_answers,
+    model_context_limit,
+)
 from curate.console import ProgressBar
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
@@ -75,8 +82,6 @@ class LLMTagOptions(ServerOptions):
     gate: str | None = None  # set: cascade_v1 with this gate classifier
 
     def template_kwargs(self) -> dict:
-        from curate.classifiers.llm import default_chat_template_kwargs
-
         if self.chat_template_kwargs is not None:
             return dict(self.chat_template_kwargs)
         return default_chat_template_kwargs(self.tokenizer or self.model)
@@ -92,8 +97,6 @@ class LLMTagOptions(ServerOptions):
 def context_budget(llm: LLMClassifier, options: LLMTagOptions) -> int:
     """The server context a tagging run needs: document + measured prompt + answer, checked against the model's
     own limit where its config is readable here."""
-    from curate.classifiers.llm import model_context_limit
-
     overhead = llm.prompt_overhead()
     budget = llm.truncator.max_tokens + overhead + llm.max_answer_tokens
     limit = model_context_limit(options.model)
@@ -120,8 +123,6 @@ class GateDocuments(PipelineStep):
         self.batch_size = batch_size
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from curate.classifiers import get_classifier
-
         gate = get_classifier(self.gate)
         for batch in batched(data, self.batch_size):
             labels = gate.classify([d.text for d in batch])
@@ -203,8 +204,6 @@ async def llm_rollout(document, generate, classifier, meter: Meter) -> dict:
 
 
 def _labels(llm: LLMClassifier, texts: dict[str, str], failures: list[str]) -> Labels:
-    from curate.classifiers.llm import labels_from_answers
-
     labels = labels_from_answers(texts)
     if failures:
         labels.error = "; ".join(filter(None, ["request: " + "; ".join(failures), labels.error]))

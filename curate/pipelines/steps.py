@@ -15,7 +15,7 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
 from curate.errors import CurateError
 from curate.pipelines.query import KEPT_ELSEWHERE
-from curate.pipelines.readers import REJECT_REASON, is_reject, make_reject
+from curate.pipelines.readers import REJECT_REASON, is_reject, make_reader, make_reject
 from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
 
 ATTRIBUTES = "curate_attributes"
@@ -222,8 +222,6 @@ class KeepColumnsError(CurateError, ValueError):
 def kept_column_fields(spec, columns: list[str], sample: int = 1000) -> list[pa.Field]:
     """The arrow type of each source column to keep, from the first `sample` records (a parquet input's own types;
     a jsonl column that is null in all of them is kept as string). `id` and the text always stay and are skipped."""
-    from curate.pipelines.readers import make_reader
-
     wanted = [c for c in dict.fromkeys(columns) if c not in ("id", "text", spec.id_key, spec.text_key)]
     taken = [c for c in wanted if c in DATASET_SCHEMA.names]
     if taken:

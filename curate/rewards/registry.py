@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from curate.errors import CurateError
+from curate.puzzles.countdown import score_countdown
 from curate.rewards.equivalence import normalize_text, shared_checker
 from curate.rewards.extract import DEFAULT, Extraction, extract_answer
 
@@ -187,9 +188,6 @@ def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT)
     "(curate.puzzles.countdown.score_countdown)",
 )
 def countdown_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    # Lazy: the Countdown task module is its own component, loaded only when a Countdown row is scored.
-    from curate.puzzles.countdown import score_countdown
-
     ground_truth = _decode(ground_truth)
     if not isinstance(ground_truth, dict):
         return None
