@@ -87,8 +87,8 @@ from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.state import STATE
-from curate.pipelines.steps import ATTRIBUTES, PARTIAL, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
+from curate.pipelines.state import PARTIAL, STATE
+from curate.pipelines.steps import ATTRIBUTES, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 
 VARIANTS = ("enriched", "minimized")
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"

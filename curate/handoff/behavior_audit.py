@@ -18,7 +18,6 @@ misses a reward that reads only marked answers cannot avoid, told apart from mis
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from curate.handoff.verifier_audit import Pair, run_audit
+from curate.pipelines.state import atomic_path, write_text_atomic
 from curate.rewards import get_reward
 from curate.rewards.extract import BARE, extract_answer
 
@@ -219,12 +219,7 @@ def audit_report(pairs: Sequence[Pair], verdicts_by_reward: dict[str, Sequence[b
 
 
 def write_report(report: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(report, indent=1, ensure_ascii=False))
-    os.replace(partial, path)
-    return path
+    return write_text_atomic(path, json.dumps(report, indent=1, ensure_ascii=False))
 
 
 def plot_report(report: dict, path: str | Path) -> Path:
@@ -275,10 +270,9 @@ def plot_report(report: dict, path: str | Path) -> Path:
     figure.suptitle(f"{report['pairs']:,} pairs, {report.get('label_source', '')}; 95 % bootstrap intervals, "
                     "* = difference excludes 0", fontsize=9)
     figure.tight_layout()
-    partial = path.with_name(path.stem + ".partial.png")
-    figure.savefig(partial, dpi=110)
+    with atomic_path(path) as partial:
+        figure.savefig(partial, dpi=110, format="png")  # the .partial suffix would hide the format from matplotlib
     plt.close(figure)
-    os.replace(partial, path)
     return path
 
 

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from curate.data_cards.cards import load_snippet, render_card, save_card, size_category
 from curate.errors import CurateError
-from curate.pipelines.state import STATE, folder_signature
+from curate.pipelines.state import STATE, folder_signature, write_text_atomic
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
@@ -328,7 +328,7 @@ def _write_bookkeeping(result: ExportResult, dataset: Path, instruction: str | N
     state.mkdir(parents=True, exist_ok=True)
     record = {"dataset": str(dataset.resolve()), "target": result.target, "instruction": instruction, "system": system,
               "rows": dict(result.rows), "rejected": dict(result.rejected), "files": [f.name for f in result.files]}
-    _write_whole(state / "export.json", json.dumps(record, indent=2))
+    write_text_atomic(state / "export.json", json.dumps(record, indent=2))
     schema = pq.read_schema(result.files[0]) if result.files else None
     usage = USAGE[result.target].format(train=(result.output / "data" / "train-*.parquet"), data=result.output / "data")
     _write_card(result, dataset, schema, usage, instruction, system)
@@ -399,7 +399,3 @@ def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, u
     save_card(card, result.output)
 
 
-def _write_whole(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + PARTIAL)
-    partial.write_text(text)
-    os.replace(partial, path)

@@ -18,7 +18,6 @@ The scripts find their data relative to themselves, so the kit directory can be 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 from curate.handoff.export import ExportError, ExportResult, run_export
-from curate.pipelines.steps import PARTIAL
+from curate.pipelines.state import atomic_path
 from curate.rewards import REWARD_PATH, REWARDS
 
 TRAINERS = ("verl", "trl")
@@ -65,11 +64,10 @@ def _splits(export: ExportResult) -> dict[str, list[str]]:
 
 
 def _write(path: Path, text: str, executable: bool = False) -> Path:
-    partial_path = path.with_name(path.name + PARTIAL)
-    partial_path.write_text(text)
-    if executable:
-        partial_path.chmod(0o755)
-    os.replace(partial_path, path)
+    with atomic_path(path) as partial:
+        partial.write_text(text)
+        if executable:
+            partial.chmod(0o755)
     return path
 
 

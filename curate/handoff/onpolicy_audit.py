@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -56,7 +55,8 @@ from curate.handoff.verifier_audit import Pair, answer_type
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions
-from curate.pipelines.steps import PARTIAL, AtomicOutput
+from curate.pipelines.state import atomic_path, write_text_atomic
+from curate.pipelines.steps import AtomicOutput
 from curate.rewards import get_reward
 from curate.rewards.equivalence import shared_checker
 from curate.rewards.extract import DEFAULT, boxed_contents
@@ -125,10 +125,8 @@ def prepare_problems(problems: str | Path, output: Path, columns: ProblemColumns
                                  f"columns: {', '.join(found) or 'none'} (name them with --question-key/--answer-key)")
     dataset = output / "problems"
     path = dataset / "data" / "train-00000.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial_path = path.with_name(path.name + PARTIAL)
-    pq.write_table(pa.Table.from_pylist(rows), partial_path)
-    os.replace(partial_path, path)
+    with atomic_path(path) as partial:
+        pq.write_table(pa.Table.from_pylist(rows), partial)
     return dataset
 
 
@@ -157,11 +155,8 @@ def read_problems(dataset: Path, options: SamplingOptions) -> dict[str, dict]:
 # Files written whole
 # --------------------------------------------------------------------------------------------- #
 def _write_jsonl(path: Path, records) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial_path = path.with_name(path.name + PARTIAL)
-    with open(partial_path, "w", encoding="utf-8") as out:
+    with atomic_path(path) as partial, open(partial, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(record, ensure_ascii=False, default=str) + "\n" for record in records)
-    os.replace(partial_path, path)
     return path
 
 
@@ -170,10 +165,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def _write_json(path: Path, value) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial_path = path.with_name(path.name + PARTIAL)
-    partial_path.write_text(json.dumps(value, indent=2, default=str))
-    os.replace(partial_path, path)
+    write_text_atomic(path, json.dumps(value, indent=2, default=str))
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -55,8 +55,8 @@ from curate.handoff.export import Exporter, ExportError, RowRejected, input_file
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
-from curate.pipelines.state import STATE
-from curate.pipelines.steps import PARTIAL, AtomicOutput
+from curate.pipelines.state import PARTIAL, STATE, write_text_atomic
+from curate.pipelines.steps import AtomicOutput
 from curate.rewards.registry import get_reward
 
 RESULTS_KEY = "curate_samples"
@@ -330,10 +330,6 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
     return result
 
 
-def _write_whole(path: Path, text: str) -> None:
-    partial_path = path.with_name(path.name + PARTIAL)
-    partial_path.write_text(text)
-    os.replace(partial_path, path)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -471,7 +467,7 @@ def _write_bookkeeping(result: PassRateResult, dataset: Path, options: SamplingO
               "histogram_correct_of_k": {str(c): n for c, n in sorted(result.histogram.items())},
               "samples": sampling.samples if sampling else None,
               "completion_tokens": sampling.completion_tokens if sampling else None}
-    _write_whole(result.output / STATE / "passrate.json", json.dumps(record, indent=2))
+    write_text_atomic(result.output / STATE / "passrate.json", json.dumps(record, indent=2))
     write_passrate_card(result, dataset, options, limit)
 
 

@@ -48,7 +48,8 @@ from curate.handoff.passrate import SamplingOptions, SamplingResult, run_samplin
 from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 from curate.pipelines.readers import InputSpec
-from curate.pipelines.steps import PARTIAL, batched
+from curate.pipelines.state import PARTIAL, atomic_path, write_text_atomic
+from curate.pipelines.steps import batched
 from curate.puzzles.countdown import DATA_SOURCE, generate_problem
 
 TASKS = ("countdown",)
@@ -165,10 +166,8 @@ def write_task_prompts(task: str, n: int, seed: int, output: Path) -> Path:
     rows = countdown_prompts(n, seed)
     dataset = output / "prompts"
     path = dataset / "data" / "train-00000.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial_path = path.with_name(path.name + PARTIAL)
-    pq.write_table(pa.Table.from_pylist(rows), partial_path)
-    os.replace(partial_path, path)
+    with atomic_path(path) as partial:
+        pq.write_table(pa.Table.from_pylist(rows), partial)
     return dataset
 
 
@@ -261,7 +260,7 @@ def label_in_line(rates_dir: Path, output: Path, judge: ServerOptions, classifie
         return options.classifier().name, {}
     if not corpus.is_file() or corpus.read_text(encoding="utf-8") != text:
         corpus.parent.mkdir(parents=True, exist_ok=True)
-        _whole(corpus, text)
+        write_text_atomic(corpus, text)
     tagged = run_llm_tagging(InputSpec(path=str(corpus)), output / "tags", options, progress=progress)
     rows = {}
     for path in sorted(tagged.tags_dir.glob("attributes_*.parquet")):
@@ -351,7 +350,7 @@ def _write_report(result: PolicyAuditResult, options: SamplingOptions) -> None:
     record = {**result.as_dict(), "sampling": options.fingerprint(), "backend": options.backend}
     reasons = ", ".join(f"{why}: {count:,}" for why, count in result.unlabelled_reasons.most_common()) or "none"
     labelled_by = f"`{result.classifier}`" + (f" on {result.judge}" if result.judge else "")
-    _whole(output / "report.json", json.dumps(record, indent=2))
+    write_text_atomic(output / "report.json", json.dumps(record, indent=2))
     rows = "\n".join(f"| {b} | {_pct(r.rate)} | {r.present:,} / {r.labelled:,} | {_mean(r.mean_count)} | "
                      f"{_pct(r.accuracy_with)} | {_pct(r.accuracy_without)} |" for b, r in result.behaviors.items())
     card = f"""# Behavior audit of {result.model} on {result.task}
@@ -375,13 +374,9 @@ scored by the reward each prompt's `data_source` names.
 A policy whose outputs rarely show verification or backtracking gains little from RL; prime it first
 (`curate priming`, or continued pretraining on a behavior-enriched corpus). Every sample is in `samples.parquet`.
 """
-    _whole(output / "README.md", card)
+    write_text_atomic(output / "README.md", card)
 
 
-def _whole(path: Path, text: str) -> None:
-    partial_path = path.with_name(path.name + PARTIAL)
-    partial_path.write_text(text)
-    os.replace(partial_path, path)
 
 
 
@@ -427,14 +422,14 @@ def run_checkpoint_sweep(pattern: str, output: str | Path, options: SamplingOpti
                               title=f"{pattern} ({audits[0].classifier}, {audits[0].task})")
     record = {"pattern": pattern, "steps": steps, "checkpoints": [str(p) for _, p in found], "accuracy": accuracy,
               "behaviors": series, "audits": [a.as_dict() for a in audits]}
-    _whole(output / "sweep.json", json.dumps(record, indent=2))
+    write_text_atomic(output / "sweep.json", json.dumps(record, indent=2))
     header = "| step | checkpoint | accuracy | " + " | ".join(f"{b} (share / mean)" for b in BEHAVIOR_NAMES) + " |"
     lines = [header, "|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
     for (step, path), a in zip(found, audits):
         lines.append(f"| {step} | `{path.name}` | {_pct(a.accuracy)} | " + " | ".join(
             f"{_pct(a.behaviors[b].rate)} / {_mean(a.behaviors[b].mean_count)}" for b in BEHAVIOR_NAMES) + " |")
     table = "\n".join(lines)
-    _whole(output / "README.md", f"""# Behaviors over training: {pattern}
+    write_text_atomic(output / "README.md", f"""# Behaviors over training: {pattern}
 
 {len(audits)} checkpoints, each sampled on the same prompts ({options.k} per prompt, temperature {options.temperature},
 prompt format {options.prompt_format}); behaviors labelled by `{audits[0].classifier}`. Each checkpoint's own report is in

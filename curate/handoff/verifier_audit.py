@@ -13,7 +13,6 @@ exploration RL depends on.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections import defaultdict
@@ -21,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from curate.pipelines.state import atomic_path
 from curate.rewards.equivalence import shared_checker
 from curate.rewards.extract import BARE, Extraction
 from curate.rewards.registry import get_reward
@@ -210,11 +210,8 @@ def run_audit(pairs: list[Pair], reward: str = "math", extraction: Extraction = 
 def write_verdicts(result: AuditResult, path: str | Path) -> Path:
     """One JSON line per pair: id, verdict (true/false/null), label, type, seconds; written whole."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", encoding="utf-8") as out:
+    with atomic_path(path) as partial, open(partial, "w", encoding="utf-8") as out:
         for v in result.verdicts:
             out.write(json.dumps({"id": v.id, "verdict": v.verdict, "equivalent": v.equivalent, "type": v.type,
                                   "seconds": round(v.seconds, 4)}, ensure_ascii=False) + "\n")
-    os.replace(partial, path)
     return path

@@ -16,10 +16,10 @@ from curate.classifiers import get_classifier, resolve_name
 from curate.errors import CurateError
 from curate.pipelines.query import KEPT_ELSEWHERE
 from curate.pipelines.readers import REJECT_REASON, is_reject, make_reader, make_reject
+from curate.pipelines.state import PARTIAL
 from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
 
 ATTRIBUTES = "curate_attributes"
-PARTIAL = ".partial"
 
 
 class AtomicOutput:

@@ -6,13 +6,13 @@ one: nothing is mixed, nothing is silently removed; the message names the fields
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from curate.errors import CurateError
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
+from curate.pipelines.state import write_text_atomic
 from curate.pipelines.tag import failed_tasks
 
 
@@ -46,10 +46,7 @@ def claim_job(record: Path, config: dict, what: str, fix: str, overwrite: bool =
                                         f"{fix}, or pass another output")
         else:
             return
-    record.parent.mkdir(parents=True, exist_ok=True)
-    partial = record.with_name(record.name + ".partial")
-    partial.write_text(json.dumps(config, indent=2))
-    os.replace(partial, record)
+    write_text_atomic(record, json.dumps(config, indent=2))
 
 
 def run_job(pipeline: list, executor: ExecutorOptions, tasks: int, workers: int, logs: Path, job_name: str,
