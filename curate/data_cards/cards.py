@@ -9,7 +9,6 @@ replaces README.md.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ import curate
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.data_cards.plots import plot_prevalence
 from curate.errors import CurateError
+from curate.pipelines.state import atomic_path, write_text_atomic
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -212,14 +212,9 @@ def check_card(path: str | Path) -> DatasetCard:
 def save_card(card: DatasetCard, output: str | Path) -> Path:
     """Writes OUTPUT/README.md whole, and only once the card checks out."""
     path = Path(output) / "README.md"
-    partial = path.with_name(path.name + ".partial")
-    card.save(partial)
-    try:
+    with atomic_path(path) as partial:  # a card that fails its check is removed, never renamed
+        card.save(partial)
         check_card(partial)
-    except InvalidCardError:
-        partial.unlink()
-        raise
-    os.replace(partial, path)
     return path
 
 
@@ -241,10 +236,7 @@ def update_card_section(output: str | Path, key: str, markdown: str) -> Path:
     try:
         _check_metadata(card, path)
     except InvalidCardError:
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-        return path
+        return write_text_atomic(path, text)
     card.data.size_categories = [size_category(data_rows(output))]
     return save_card(card, output)
 
