@@ -72,6 +72,7 @@ from curate.data_cards.cards import (
 )
 from curate.data_cards.plots import plot_length_histograms
 from curate.errors import CurateError
+from curate.files import PARTIAL
 from curate.handoff.export import input_files, run_export
 from curate.pipelines.decontam import decontaminate
 from curate.pipelines.dedup import dedup as dedup_pool
@@ -87,7 +88,7 @@ from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.state import PARTIAL, STATE
+from curate.pipelines.state import STATE
 from curate.pipelines.steps import ATTRIBUTES, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
 
 VARIANTS = ("enriched", "minimized")

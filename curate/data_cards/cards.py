@@ -21,7 +21,7 @@ import curate
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.data_cards.plots import plot_prevalence
 from curate.errors import CurateError
-from curate.pipelines.state import atomic_path, write_text_atomic
+from curate.files import atomic_path, write_text_atomic
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
+from curate.files import atomic_path, write_text_atomic
 from curate.handoff.verifier_audit import Pair, run_audit
-from curate.pipelines.state import atomic_path, write_text_atomic
 from curate.rewards import get_reward
 from curate.rewards.extract import BARE, extract_answer
 

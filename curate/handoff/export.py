@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 
 from curate.data_cards.cards import load_snippet, render_card, save_card, size_category
 from curate.errors import CurateError
-from curate.pipelines.state import STATE, folder_signature, write_text_atomic
+from curate.files import write_text_atomic
+from curate.pipelines.state import STATE, folder_signature
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")

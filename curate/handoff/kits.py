@@ -26,8 +26,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from curate.errors import CurateError
+from curate.files import atomic_path
 from curate.handoff.export import ExportError, ExportResult, run_export
-from curate.pipelines.state import atomic_path
 from curate.rewards import REWARD_PATH, REWARDS
 
 TRAINERS = ("verl", "trl")

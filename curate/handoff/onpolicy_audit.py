@@ -48,6 +48,7 @@ from datatrove.pipeline.writers.jsonl import JsonlWriter
 
 from curate.classifiers.llm import read_prompt_files
 from curate.errors import CurateError
+from curate.files import atomic_path, write_text_atomic
 from curate.handoff.behavior_audit import run_stratified_audit
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.handoff.passrate import SamplingOptions, row_key, run_sampling
@@ -55,7 +56,6 @@ from curate.handoff.verifier_audit import Pair, answer_type
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions
-from curate.pipelines.state import atomic_path, write_text_atomic
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards import get_reward
 from curate.rewards.equivalence import shared_checker

@@ -51,11 +51,12 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.errors import CurateError
+from curate.files import PARTIAL, write_text_atomic
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
-from curate.pipelines.state import PARTIAL, STATE, write_text_atomic
+from curate.pipelines.state import STATE
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards.registry import get_reward
 

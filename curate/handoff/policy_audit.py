@@ -44,11 +44,11 @@ from curate.builders.trace_templates import countdown_question
 from curate.classifiers import get_classifier, resolve_name
 from curate.data_cards.plots import plot_behaviors_over_steps
 from curate.errors import CurateError
+from curate.files import PARTIAL, atomic_path, write_text_atomic
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
 from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 from curate.pipelines.readers import InputSpec
-from curate.pipelines.state import PARTIAL, atomic_path, write_text_atomic
 from curate.pipelines.steps import batched
 from curate.puzzles.countdown import DATA_SOURCE, generate_problem
 

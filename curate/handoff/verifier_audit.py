@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from curate.pipelines.state import atomic_path
+from curate.files import atomic_path
 from curate.rewards.equivalence import shared_checker
 from curate.rewards.extract import BARE, Extraction
 from curate.rewards.registry import get_reward

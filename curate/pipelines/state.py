@@ -16,10 +16,7 @@ command wrote the folder, with which parameters, from which input, and whether i
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,29 +24,6 @@ from curate.errors import CurateError
 
 OWNER_FILE = ".curate-output.json"
 STATE = ".curate"  # every job's own bookkeeping inside its output folder: the one definition
-PARTIAL = ".partial"  # a file being written; datatrove writers publish theirs through steps.AtomicOutput
-
-
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """The one atomic write for a single file: yields PATH.partial to write into, renames it to PATH when the
-    block ends and removes it when the block raises, so a reader never sees half a file and a crash leaves
-    nothing that looks finished. (A datatrove writer's shards go through steps.AtomicOutput instead.)"""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + PARTIAL)
-    try:
-        yield partial
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, path)
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    with atomic_path(path) as partial:
-        partial.write_text(text, encoding="utf-8")
-    return Path(path)
 
 
 class OutputOccupiedError(CurateError, FileExistsError):

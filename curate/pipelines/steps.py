@@ -14,9 +14,9 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
 from curate.errors import CurateError
+from curate.files import PARTIAL
 from curate.pipelines.query import KEPT_ELSEWHERE
 from curate.pipelines.readers import REJECT_REASON, is_reject, make_reader, make_reject
-from curate.pipelines.state import PARTIAL
 from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
 
 ATTRIBUTES = "curate_attributes"

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.files import write_text_atomic
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
-from curate.pipelines.state import write_text_atomic
 from curate.pipelines.tag import failed_tasks
 
 

@@ -1,8 +1,8 @@
-"""The one atomic write for single files (pipelines.state.atomic_path): whole or not at all."""
+"""The one atomic write for single files (curate.files.atomic_path): whole or not at all."""
 
 import pytest
 
-from curate.pipelines.state import PARTIAL, atomic_path, write_text_atomic
+from curate.files import PARTIAL, atomic_path, write_text_atomic
 
 
 def test_a_finished_write_replaces_the_file_and_leaves_no_partial(tmp_path):
