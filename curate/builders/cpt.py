@@ -1052,21 +1052,30 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
                                {"f": pool_files})
         os.replace(f"{source}{PARTIAL}", source)
     raw = stage / "raw"
+    _run_llm_stage(stage, source, options, executor, tasks, workers, rollout_fn=rewrite_rollout,
+                   writer=RewriteWriter(str(raw)), metadata_key=REWRITE_KEY, job_name="curate-cpt-rewrite", step="rewrite",
+                   shared_context=partial(rewrite_context, prompts, options.tokenizer or options.model,
+                                          options.max_doc_tokens, options.max_new_tokens, progress))
+    return sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
+
+
+def _run_llm_stage(stage: Path, source: Path, options, executor: ExecutorOptions, tasks: int, workers: int, *,
+                   rollout_fn, writer, shared_context, metadata_key: str, job_name: str, step: str) -> None:
+    """One LLM job of cpt (the rewrite, the is_solution judge) over the documents in `source`, into `stage`:
+    InferenceRunner on the shared server config, rejects split off, checkpoints and logs in the stage."""
     runner = CurateInferenceRunner(
-        rollout_fn=rewrite_rollout,
+        rollout_fn=rollout_fn,
         config=inference_config(options, str(stage / "logs" / "server"), executor.gpus_per_task,
                                 context_tokens=options.context_tokens()),
-        output_writer=RewriteWriter(str(raw)),
-        shared_context=partial(rewrite_context, prompts, options.tokenizer or options.model, options.max_doc_tokens,
-                               options.max_new_tokens, progress),
+        output_writer=writer,
+        shared_context=shared_context,
         checkpoints_local_dir=str(stage / "checkpoints"),
         records_per_chunk=options.records_per_chunk,
-        metadata_key=REWRITE_KEY,
+        metadata_key=metadata_key,
         skip_bad_requests=True,
     )
     run_job([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
-            executor, tasks, workers, stage / "logs", "curate-cpt-rewrite", "rewrite")
-    return sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
+            executor, tasks, workers, stage / "logs", job_name, step)
 
 
 def _content_fingerprint(folder: Path | list[str]) -> list:
@@ -1365,20 +1374,11 @@ def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudg
                                {"f": pool_files})
         os.replace(f"{source}{PARTIAL}", source)
     raw = stage / "raw"
-    runner = CurateInferenceRunner(
-        rollout_fn=solution_rollout,
-        config=inference_config(options, str(stage / "logs" / "server"), executor.gpus_per_task,
-                                context_tokens=options.context_tokens()),
-        output_writer=SolutionWriter(str(raw)),
-        shared_context=partial(solution_context, prompt, options.tokenizer or options.model, options.max_doc_tokens,
-                               options.max_answer_tokens, progress),
-        checkpoints_local_dir=str(stage / "checkpoints"),
-        records_per_chunk=options.records_per_chunk,
-        metadata_key=SOLUTION_KEY,
-        skip_bad_requests=True,
-    )
-    run_job([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
-            executor, tasks, workers, stage / "logs", "curate-cpt-is-solution", "is_solution")
+    _run_llm_stage(stage, source, options, executor, tasks, workers, rollout_fn=solution_rollout,
+                   writer=SolutionWriter(str(raw)), metadata_key=SOLUTION_KEY, job_name="curate-cpt-is-solution",
+                   step="is_solution",
+                   shared_context=partial(solution_context, prompt, options.tokenizer or options.model,
+                                          options.max_doc_tokens, options.max_answer_tokens, progress))
     files = sorted(str(p) for p in raw.glob("verdicts_*.parquet"))
     rows = pq.read_table(files, schema=SOLUTION_SCHEMA).to_pylist() if files else []
     return {r["id"]: r for r in rows}, prompt.version
