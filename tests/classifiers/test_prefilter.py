@@ -50,8 +50,13 @@ def test_same_labels_on_a_sample_of_every_genre(sample_texts, version):
     assert_same(version, sample_texts)
 
 
+# The whole mix for the versions still being revised; cues_v1 and cues_v2 are frozen (byte-identical output, passed
+# on the whole mix when they were current) and keep the genre sample above, which saves CI about a minute.
+CURRENT_VERSIONS = [v for v in VERSIONS if int(v.removeprefix("cues_v")) >= 3]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", CURRENT_VERSIONS)
 def test_same_labels_on_every_real_text(shared_data, tmp_path, version):
     """All of the mix (over 10,000 texts, every Sky-T1 trace among them)."""
     texts = real_texts(shared_data, tmp_path)
