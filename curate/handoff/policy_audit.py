@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from curate.builders.trace_templates import countdown_question
 from curate.classifiers import get_classifier, resolve_name
 from curate.data_cards.plots import plot_behaviors_over_steps
 from curate.errors import CurateError
-from curate.files import PARTIAL, atomic_path, write_text_atomic
+from curate.files import atomic_path, write_text_atomic
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
 from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
@@ -219,14 +218,12 @@ def run_policy_audit(
                                judge=judge.model if in_line else None,
                                behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES}, sampling=sampling)
     samples_path = output / "samples.parquet"
-    partial_path = samples_path.with_name(samples_path.name + PARTIAL)
-    with pq.ParquetWriter(partial_path, SAMPLES_SCHEMA) as writer:
+    with atomic_path(samples_path) as partial_path, pq.ParquetWriter(partial_path, SAMPLES_SCHEMA) as writer:
         for batch in batched(_samples(sampling.rates_dir), batch_size):
             rows = label_rows(batch, labeller) if labels is None else _labelled_by_id(batch, labels, name)
             for row in rows:
                 count_row(result, row)
             writer.write_table(pa.Table.from_pylist(rows, schema=SAMPLES_SCHEMA))
-    os.replace(partial_path, samples_path)
     _write_report(result, options)
     return result
 
