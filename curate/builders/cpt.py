@@ -808,14 +808,21 @@ def cpt_text(question: str, thoughts: str, answer: str) -> str:
 
 
 @dataclass(frozen=True)
-class RewriteOptions(ServerOptions):
-    """The server (ServerOptions) plus the rewrite's own budgets."""
+class DocumentJobOptions(ServerOptions):
+    """The server (ServerOptions) plus what every cpt LLM job over whole documents needs: the truncation of each
+    document and the checkpoint size. A job adds its output budget and says how long one request may be."""
 
     tp: int | None = 1
     tokenizer: str | None = None  # the model's tokenizer, for truncation (default: the model)
     max_doc_tokens: int = 3072
-    max_new_tokens: int = 4096
     records_per_chunk: int = 500
+
+
+@dataclass(frozen=True)
+class RewriteOptions(DocumentJobOptions):
+    """The rewrite's own budget."""
+
+    max_new_tokens: int = 4096
 
     def context_tokens(self) -> int:
         """One request: the document, the prompt (under 1024 tokens) and an output as long as the document."""
@@ -1059,7 +1066,7 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
     return sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
 
 
-def _run_llm_stage(stage: Path, source: Path, options, executor: ExecutorOptions, tasks: int, workers: int, *,
+def _run_llm_stage(stage: Path, source: Path, options: DocumentJobOptions, executor: ExecutorOptions, tasks: int, workers: int, *,
                    rollout_fn, writer, shared_context, metadata_key: str, job_name: str, step: str) -> None:
     """One LLM job of cpt (the rewrite, the is_solution judge) over the documents in `source`, into `stage`:
     InferenceRunner on the shared server config, rejects split off, checkpoints and logs in the stage."""
@@ -1281,14 +1288,10 @@ class SolutionFilter:
 
 
 @dataclass(frozen=True)
-class SolutionJudgeOptions(ServerOptions):
-    """--require-solution llm: the server (ServerOptions) plus the judge's own budgets."""
+class SolutionJudgeOptions(DocumentJobOptions):
+    """--require-solution llm: the judge's own budget."""
 
-    tp: int | None = 1
-    tokenizer: str | None = None  # the model's tokenizer, for truncation (default: the model)
-    max_doc_tokens: int = 3072
     max_answer_tokens: int = 256  # room for a short reasoning before the JSON object
-    records_per_chunk: int = 500
 
     def context_tokens(self) -> int:
         """One request: the document, the prompt (under 1024 tokens) and the answer."""
