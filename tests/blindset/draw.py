@@ -2,10 +2,12 @@
 
     python tests/blindset/draw.py [--out /tmp/blind/candidates.jsonl] [--items tests/blindset/items.jsonl]
     python tests/blindset/draw.py --round 2 --out /tmp/blind2/candidates.jsonl   # tests/blindset/round2/
+    python tests/blindset/draw.py --round 3 --out /tmp/blind3/candidates.jsonl   # tests/blindset/round3/
 
 Round 2 is a fresh test set, drawn after round 1's test half had been reported once and so became tuning text: the
 same sources, pools and rules at half the size, a new seed, round 1's items excluded as well, no Countdown traces,
-and every item in the test split.
+and every item in the test split. Round 3 repeats round 2's rules with its own seed, after round 2 had been reported
+once (cues_v3, cues_v4) and became tuning text; rounds 1 and 2 are both excluded.
 
 Writes the reading material (``id``, ``source``, ``selection``, ``split``, ``text``; shuffled so sources are
 interleaved) to ``--out``, which must stay OUTSIDE the repository (the real texts are not ours to store), and the
@@ -47,6 +49,7 @@ SEED = 20261201
 ROUNDS = {  # seed, size factor of every pool, the folder of its items
     1: (SEED, 1.0, HERE),
     2: (20261202, 0.5, HERE / "round2"),
+    3: (20261203, 0.5, HERE / "round3"),
 }
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",

@@ -99,17 +99,21 @@ def test_labels_cover_every_item_and_record_both_readers(items_path):
                 assert value == a[behavior]
 
 
-ROUND2_ITEMS = ITEMS_PATH.parent / "round2" / "items.jsonl"
+ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3)}
 
 
-def test_round2_is_a_fresh_test_set_disjoint_from_every_earlier_set():
-    round2 = read(ROUND2_ITEMS)
-    assert len(round2) >= 300 and len({it["id"] for it in round2}) == len(round2)
-    assert all(it["split"] == "test" and it["source"] != "countdown" and "text" not in it for it in round2)
-    assert {it["id"].split("-")[0] for it in round2} == REAL_PREFIXES
-    assert Counter(it["selection"] for it in round2)["random"] >= 0.6 * len(round2)
-    for path in (DEV_LABELS, HELDOUT, ITEMS_PATH):
+@pytest.mark.parametrize("round_number", sorted(ROUND_ITEMS), ids=lambda n: f"round{n}")
+def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_number):
+    drawn = read(ROUND_ITEMS[round_number])
+    assert len(drawn) >= 300 and len({it["id"] for it in drawn}) == len(drawn)
+    assert all(it["split"] == "test" and it["source"] != "countdown" and "text" not in it for it in drawn)
+    # AMC's 40 traces were used up by round 2; every other real source is drawn again.
+    assert REAL_PREFIXES - {"bamc"} <= {it["id"].split("-")[0] for it in drawn} <= REAL_PREFIXES
+    assert all(f"-r{round_number}-" in it["id"] for it in drawn)
+    assert Counter(it["selection"] for it in drawn)["random"] >= 0.6 * len(drawn)
+    earlier = [DEV_LABELS, HELDOUT, ITEMS_PATH] + [ROUND_ITEMS[n] for n in ROUND_ITEMS if n < round_number]
+    for path in earlier:
         old = [it for it in read(path) if it["source"] != "countdown"]
-        assert not {key(it) for it in round2} & {key(it) for it in old}, path
-        assert not {it["locator"]["sha256"] for it in round2} & {it["locator"]["sha256"] for it in old}, path
-        assert not {it["id"] for it in round2} & {it["id"] for it in old}, path
+        assert not {key(it) for it in drawn} & {key(it) for it in old}, path
+        assert not {it["locator"]["sha256"] for it in drawn} & {it["locator"]["sha256"] for it in old}, path
+        assert not {it["id"] for it in drawn} & {it["id"] for it in old}, path
