@@ -39,7 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curate.builders.llm_writers import PROMPT_VERSION, LLMOptions, Rewrite, reformulate_rows
-from curate.data_cards.cards import cleaning_options, load_snippet, render_card, save_card, size_category, split_configs
+from curate.data_cards.cards import (
+    load_snippet,
+    render_card,
+    reproduce_command,
+    save_card,
+    size_category,
+    split_configs,
+)
 from curate.errors import CurateError
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
@@ -1035,20 +1042,16 @@ REFORMULATED_FIELDS = [
 ]
 
 
-def reproduce_command(output: Path, parameters: dict, dedup: bool, decontam: str | None,
-                      benchmarks_dir: str | Path | None) -> str:
-    import shlex
-
-
-    command = ["curate", "mcqa", *(part for i in parameters["inputs"] for part in ("--input", i)),
-               "--format", parameters["format"], "--output", str(output)]
-    if parameters["limit"] >= 0:
-        command += ["--limit", str(parameters["limit"])]
+def mcqa_command(output: Path, parameters: dict, dedup: bool, decontam: str | None,
+                 benchmarks_dir: str | Path | None) -> str:
+    options = [*(("--input", i) for i in parameters["inputs"]), ("--format", parameters["format"]), ("--output", output),
+               ("--limit", parameters["limit"] if parameters["limit"] >= 0 else None)]
     if reformulated := parameters.get("reformulate"):
-        command += ["--reformulate", "--model", reformulated["model"], "--backend", reformulated.get("backend", "transformers")]
-        command += ["--endpoint-url", reformulated["endpoint_url"]] if reformulated.get("endpoint_url") else []
-        command += ["--max-tokens", str(reformulated["max_tokens"])] if "max_tokens" in reformulated else []
-    return shlex.join(command + cleaning_options(dedup, decontam, benchmarks_dir))
+        options += [("--reformulate", True), ("--model", reformulated["model"]),
+                    ("--backend", reformulated.get("backend", "transformers")),
+                    ("--endpoint-url", reformulated.get("endpoint_url") or None),
+                    ("--max-tokens", reformulated.get("max_tokens"))]
+    return reproduce_command("mcqa", options=options, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
 
 
 def write_mcqa_card(output: Path, result: McqaResult, parameters: dict, dedup: bool = False, decontam: str | None = None,
@@ -1091,7 +1094,7 @@ def write_mcqa_card(output: Path, result: McqaResult, parameters: dict, dedup: b
                "--output …`.",
         parameters=[(k, v) for k, v in parameters.items() if k != "reformulate"]
         + [(f"reformulate {k}", v) for k, v in (parameters.get("reformulate") or {}).items()],
-        command=reproduce_command(output, parameters, dedup, decontam, benchmarks_dir),
+        command=mcqa_command(output, parameters, dedup, decontam, benchmarks_dir),
         sections=sections,
         fields=FIELDS + (REFORMULATED_FIELDS if parameters.get("reformulate") else []),
         load=load_snippet(["train"]),

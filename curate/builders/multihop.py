@@ -33,7 +33,6 @@ import json
 import math
 import random
 import re
-import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -54,9 +53,9 @@ from curate.builders.arith import (
 )
 from curate.console import ProgressBar
 from curate.data_cards.cards import (
-    cleaning_options,
     load_snippet,
     render_card,
+    reproduce_command,
     save_card,
     size_category,
     split_configs,
@@ -603,15 +602,15 @@ def _table(header: tuple[str, str], counts: dict, total: int | None = None) -> s
     return "\n".join(lines)
 
 
-def reproduce_command(parameters: dict, output: Path) -> str:
-    parts = ["curate", "multihop", "--input", parameters["input"], "--output", str(output), "--hops", parameters["hops"],
-             "--n", str(parameters["n"]), "--seed", str(parameters["seed"]), "--max-ratio", str(parameters["max_ratio"]),
-             "--tries-per-link", str(parameters["tries_per_link"]), "--question-key", parameters["text_key"],
-             "--answer-key", parameters["answer_key"], "--id-key", parameters["id_key"],
-             "--license", parameters["license"]]
-    if parameters["input"].startswith("hf:"):
-        parts += ["--split", parameters["split"]]
-    return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
+def multihop_command(parameters: dict, output: Path) -> str:
+    return reproduce_command("multihop", options=[
+        ("--input", parameters["input"]), ("--output", output), ("--hops", parameters["hops"]), ("--n", parameters["n"]),
+        ("--seed", parameters["seed"]), ("--max-ratio", parameters["max_ratio"]),
+        ("--tries-per-link", parameters["tries_per_link"]), ("--question-key", parameters["text_key"]),
+        ("--answer-key", parameters["answer_key"]), ("--id-key", parameters["id_key"]),
+        ("--license", parameters["license"]),
+        ("--split", parameters["split"] if parameters["input"].startswith("hf:") else None),
+    ], dedup=parameters["dedup"], decontam=parameters["decontam"], benchmarks_dir=parameters["benchmarks_dir"])
 
 
 FIELDS = [
@@ -660,7 +659,7 @@ def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: di
                "intermediate value keeps its sign, stays whole where it was whole and stays within a "
                f"factor {ratio} of its original value. Every row was re-executed from its stored hops before writing.",
         parameters=[("question key" if k == "text_key" else k.replace("_", " "), v) for k, v in parameters.items()],
-        command=reproduce_command(parameters, output),
+        command=multihop_command(parameters, output),
         sections=[
             ("Splits (ablation sets from the same chains)",
              ("| split | rows | what |\n|---|---|---|\n"

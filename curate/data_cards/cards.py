@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -66,31 +67,36 @@ def rejects_table(rejects: dict[str, int]) -> str:
     return "\n".join(lines) + "\n\nThe records themselves are kept in `rejects/` beside the data."
 
 
-def reproduce_command(parameters: dict, output: str | Path, dedup: bool = False, decontam: str | None = None,
-                      benchmarks_dir: str | Path | None = None, license: str | None = None,
-                      tags_root: str | Path | None = None, keep_columns: list[str] | None = None) -> str:
+def reproduce_command(command: str, *arguments: str | Path, options: Iterable[tuple[str, object]] = (),
+                      dedup: bool = False, decontam: str | None = None, benchmarks_dir: str | Path | None = None) -> str:
+    """A card's "Reproduce with" line: `curate COMMAND ARGUMENTS...`, then OPTIONS, (flag, value) pairs in order,
+    then the --dedup / --decontam options every builder shares. A value None or False leaves its flag out, True
+    writes the flag alone, any other value is written as str(value) (the caller formats what str would not)."""
+    words = ["curate", command, *map(str, arguments)]
+    for flag, value in options:
+        if value is None or value is False:
+            continue
+        words += [flag] if value is True else [flag, str(value)]
+    return shlex.join(words + cleaning_options(dedup, decontam, benchmarks_dir))
+
+
+def build_command(parameters: dict, output: str | Path, dedup: bool = False, decontam: str | None = None,
+                  benchmarks_dir: str | Path | None = None, license: str | None = None,
+                  tags_root: str | Path | None = None, keep_columns: list[str] | None = None) -> str:
     """`curate build` with the parameters of this build: `--tags` where the build used a tags root of its own
     (without it the command would tag the corpus again into OUTPUT/tags), else tags reused from OUTPUT/tags."""
     selection = parameters["selection"]
     behaviors = selection["behaviors"]
-    parts = ["curate", "build", "--input", parameters["input"], "--output", str(output),
-             "--text-key", parameters["text_key"], "--id-key", parameters["id_key"],
-             "--classifier", parameters["classifier"],
-             "--behaviors", behaviors if isinstance(behaviors, str) else ",".join(behaviors),
-             "--min-count", str(selection["min_count"]), "--seed", str(selection["seed"])]
-    if parameters["input"].startswith("hf:"):
-        parts += ["--split", parameters["split"]]
-    if selection["exclude"]:
-        parts += ["--exclude-behaviors", ",".join(selection["exclude"])]
-    if selection["limit"]:
-        parts += ["--limit", str(selection["limit"])]
-    if license:
-        parts += ["--license", license]
-    if tags_root is not None:
-        parts += ["--tags", str(tags_root)]
-    if keep_columns:
-        parts += ["--keep-columns", ",".join(keep_columns)]
-    return shlex.join(parts + cleaning_options(dedup, decontam, benchmarks_dir))
+    return reproduce_command("build", options=[
+        ("--input", parameters["input"]), ("--output", output), ("--text-key", parameters["text_key"]),
+        ("--id-key", parameters["id_key"]), ("--classifier", parameters["classifier"]),
+        ("--behaviors", behaviors if isinstance(behaviors, str) else ",".join(behaviors)),
+        ("--min-count", selection["min_count"]), ("--seed", selection["seed"]),
+        ("--split", parameters["split"] if parameters["input"].startswith("hf:") else None),
+        ("--exclude-behaviors", ",".join(selection["exclude"]) if selection["exclude"] else None),
+        ("--limit", selection["limit"] or None), ("--license", license or None), ("--tags", tags_root),
+        ("--keep-columns", ",".join(keep_columns) if keep_columns else None),
+    ], dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
 
 
 def cleaning_options(dedup: bool, decontam: str | None, benchmarks_dir: str | Path | None) -> list[str]:
@@ -314,7 +320,7 @@ def write_behavior_card(
         method=f"Documents were tagged with the behavior classifier `{parameters['classifier']}`, selected with a "
                "DuckDB query over the attribute shards, and written with their text and attributes.",
         parameters=selection_rows,
-        command=reproduce_command(parameters, output, dedup, decontam, benchmarks_dir, license, tags_root, keep_columns),
+        command=build_command(parameters, output, dedup, decontam, benchmarks_dir, license, tags_root, keep_columns),
         sections=[("Behaviors in this dataset", stats_table(dataset_stats)),
                   ("Behaviors in the tagged source corpus", stats_table(corpus_stats)),
                   ("Records that could not be read", rejects_table(rejects))],

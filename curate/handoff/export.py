@@ -37,7 +37,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.data_cards.cards import load_snippet, render_card, save_card, size_category
+from curate.data_cards.cards import load_snippet, render_card, reproduce_command, save_card, size_category
 from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.state import STATE, folder_signature
@@ -360,8 +360,6 @@ FIELD_MEANINGS = {
 def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, usage: str, instruction: str | None,
                 system: str | None) -> None:
     """The family card; license and language are the source dataset's (its card says what the rows may be used for)."""
-    import shlex
-
     from huggingface_hub import DatasetCard, DatasetCardData
 
 
@@ -386,9 +384,8 @@ def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, u
         method=f"Exported from `{dataset.resolve()}`; each row's `data_source` names the registered reward in "
                "`curate.rewards` that grades it.",
         parameters=[("dataset", dataset), ("target", result.target), ("instruction", instruction), ("system", system)],
-        command=shlex.join(["curate", "export", str(dataset), "--to", result.target, "--output", str(result.output)]
-                           + (["--instruction", instruction] if instruction is not None else [])
-                           + (["--system", system] if system is not None else [])),
+        command=reproduce_command("export", dataset, options=[("--to", result.target), ("--output", result.output),
+                                                              ("--instruction", instruction), ("--system", system)]),
         sections=[("Rows per split", f"| split | rows |\n|---|---|\n{rows}"),
                   ("Rejected rows", "Kept with their reason in `rejects/export.jsonl`.\n\n| reason | rows |\n|---|---|\n"
                    + rejected),

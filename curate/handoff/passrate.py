@@ -45,6 +45,7 @@ from curate.console import ProgressBar
 from curate.data_cards.cards import (
     load_snippet,
     render_card,
+    reproduce_command,
     save_card,
     schema_fields,
     size_category,
@@ -472,18 +473,15 @@ def _write_bookkeeping(result: PassRateResult, dataset: Path, options: SamplingO
     write_passrate_card(result, dataset, options, limit)
 
 
-def reproduce_command(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> str:
-    import shlex
-
+def passrate_command(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> str:
     low, high = result.band
-    parts = ["curate", "filter-passrate", "--dataset", str(dataset), "--model", options.model, "--output",
-             str(result.output), "--k", str(options.k), "--band", f"{low:g},{high:g}", "--backend", options.backend,
-             "--temperature", str(options.temperature), "--top-p", str(options.top_p), "--max-tokens",
-             str(options.max_tokens), "--limit", str(limit)]
-    parts += ["--endpoint-url", options.endpoint_url] if options.endpoint_url else []
-    parts += ["--instruction", options.instruction] if options.instruction is not None else []
-    parts += ["--system", options.system] if options.system is not None else []
-    return shlex.join(parts)
+    return reproduce_command("filter-passrate", options=[
+        ("--dataset", dataset), ("--model", options.model), ("--output", result.output), ("--k", options.k),
+        ("--band", f"{low:g},{high:g}"), ("--backend", options.backend), ("--temperature", options.temperature),
+        ("--top-p", options.top_p), ("--max-tokens", options.max_tokens), ("--limit", limit),
+        ("--endpoint-url", options.endpoint_url or None), ("--instruction", options.instruction),
+        ("--system", options.system),
+    ])
 
 
 def write_passrate_card(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> None:
@@ -521,7 +519,7 @@ def write_passrate_card(result: PassRateResult, dataset: Path, options: Sampling
                "group gets the same reward.",
         parameters=[("dataset", dataset.resolve()), ("band", f"{low:g},{high:g}"), ("limit", limit),
                     *((k.replace("_", " "), v) for k, v in options.fingerprint().items()), ("backend", options.backend)],
-        command=reproduce_command(result, dataset, options, limit),
+        command=passrate_command(result, dataset, options, limit),
         sections=[
             ("Rows per split", "| split | kept |\n|---|---|\n" + "\n".join(f"| {s} | {result.kept[s]:,} |" for s in splits)),
             ("Correct samples per prompt", "Prompts with at least one scored sample.\n\n| correct | prompts | share |\n"

@@ -20,7 +20,6 @@ import csv
 import json
 import os
 import re
-import shlex
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +32,7 @@ from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.utils.hashes.xxhash import xxhash64
 from datatrove.utils.text import simplify_text
 
+from curate.data_cards.cards import reproduce_command
 from curate.errors import CurateError
 from curate.pipelines.dedup import (
     ROW, STATE, RemovedWriter, first_record_keys, RowReader, RowWriter, count_rows, jsonl_glob, move_read_rejects, resolve_input,
@@ -384,14 +384,14 @@ def decontaminate(
     (output / STATE / "decontam.json").write_text(json.dumps(
         {**parameters, "read": result.read, "kept": kept, "removed": result.removed, "hits": hits,
          "benchmarks": summary.benchmarks}, indent=2))
-    command = ["curate", "decontam", str(input), "--against", against_option(against), "--output", str(output),
-               "--fields", ",".join(fields), "--ngrams", str(n_grams), "--short-min-words", str(short_min_tokens),
-               "--id-key", id_key]
     root = benchmarks_dir or os.environ.get(BENCHMARKS_DIR_ENV)
-    if root and isinstance(against, str):
-        command += ["--benchmarks-dir", str(root)]
+    command = reproduce_command("decontam", input, options=[
+        ("--against", against_option(against)), ("--output", output), ("--fields", ",".join(fields)),
+        ("--ngrams", n_grams), ("--short-min-words", short_min_tokens), ("--id-key", id_key),
+        ("--benchmarks-dir", root if root and isinstance(against, str) else None),
+    ])
     write_report(input, output, "decontam", decontam_card_section(result), {
-        "step": "decontamination", "parameters": list(parameters.items()), "command": shlex.join(command),
+        "step": "decontamination", "parameters": list(parameters.items()), "command": command,
         "method": "Rows sharing a word n-gram with a benchmark item were removed; every other row is written back as "
                   "it was read.",
         "limitations": "Only verbatim overlap (after normalization) is found: a paraphrased or translated benchmark "

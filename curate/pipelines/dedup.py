@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ from datatrove.utils.hashes.xxhash import xxhash64
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
-from curate.data_cards.cards import update_card_section, write_step_card
+from curate.data_cards.cards import reproduce_command, update_card_section, write_step_card
 from curate.pipelines.executors import (
     ExecutorOptions,
     Stage,
@@ -399,10 +398,11 @@ def dedup(
         threshold=threshold, parameters=parameters,
     )
     (output / STATE / "dedup.json").write_text(json.dumps({**parameters, **_counts(result)}, indent=2))
-    command = ["curate", "dedup", str(input), "--output", str(output), "--threshold", str(threshold), "--ngrams",
-               str(n_grams), "--text-key", spec.text_key, "--id-key", id_key]
+    command = reproduce_command("dedup", input, options=[("--output", output), ("--threshold", threshold),
+                                                         ("--ngrams", n_grams), ("--text-key", spec.text_key),
+                                                         ("--id-key", id_key)])
     write_report(input, output, "dedup", dedup_card_section(result), {
-        "step": "deduplication", "parameters": list(parameters.items()), "command": shlex.join(command),
+        "step": "deduplication", "parameters": list(parameters.items()), "command": command,
         "method": "Exact duplicates (normalized-text hash) and then MinHash near duplicates (datatrove) were removed; "
                   "every other row is written back as it was read.",
         "limitations": "MinHash finds near duplicates with a probability that falls off below the threshold: a pair "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.behaviors import Behavior
-from curate.data_cards.cards import update_card_section
+from curate.data_cards.cards import reproduce_command, update_card_section
 from curate.pipelines.readers import InputSpec
 from tests.support.shared import assert_family_card
 
@@ -186,3 +187,12 @@ def test_a_report_section_is_replaced_not_repeated_and_a_hand_written_card_is_ke
     (card.parent / "README.md").write_text("---\nlicense: mit\n---\n\n# Mine\n")
     update_card_section(card.parent, "dedup", "## Deduplication\n\nby hand")
     assert (card.parent / "README.md").read_text().startswith("---\nlicense: mit\n---\n\n# Mine\n")
+
+
+def test_reproduce_command_writes_flags_in_order_and_leaves_out_unset_ones():
+    line = reproduce_command("export", Path("my data"), options=[
+        ("--to", "verl"), ("--limit", 0), ("--instruction", ""), ("--system", None), ("--rewrite", True),
+        ("--require-solution", False), ("--band", "0.1,0.9")], dedup=True, decontam="gsm8k", benchmarks_dir="/b")
+    assert shlex.split(line) == ["curate", "export", "my data", "--to", "verl", "--limit", "0", "--instruction", "",
+                                 "--rewrite", "--band", "0.1,0.9", "--dedup", "--decontam", "gsm8k",
+                                 "--benchmarks-dir", "/b"]
