@@ -31,9 +31,12 @@ from tests.devset.resolve import DevsetUnavailable, load_devset
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl",
-          "blindset2": TESTS / "blindset" / "round2" / "labels.jsonl"}
-# Test sets only: their errors are not printed, so nobody tunes against them.
-TEST_ONLY = {"blindset2"}
+          "blindset2": TESTS / "blindset" / "round2" / "labels.jsonl",
+          "blindset3": TESTS / "blindset" / "round3" / "labels.jsonl"}
+BLIND_ROUNDS = {"blindset", "blindset2", "blindset3"}
+# Test sets only: their errors are not printed, so nobody tunes against them. Round 2 was read once (cues_v3, cues_v4)
+# and is tuning text since; round 3 is the test set that replaced it.
+TEST_ONLY = {"blindset3"}
 
 
 def scores(pairs: list[tuple[int, int]]) -> tuple[float, float, float, int]:
@@ -55,7 +58,7 @@ def classifier(spec: str):
 
 
 def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict]:
-    if labelled_set in ("blindset", "blindset2"):
+    if labelled_set in BLIND_ROUNDS:
         items = load_blindset(split, LABELS[labelled_set])
     else:
         items = load_devset(labels_path=LABELS[labelled_set])
@@ -68,7 +71,7 @@ def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict
 
 def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
     """A blind set round's labeled items of one half (or all): shared-data texts and Countdown traces
-    (tests/blindset; round 2 in tests/blindset/round2, real texts only, all test)."""
+    (tests/blindset; rounds 2 and 3 in tests/blindset/roundN, real texts only, all test)."""
     if not labels_path.exists():
         raise DevsetUnavailable(f"the blind set's labels are not there yet ({labels_path})")
     from tests.blindset.resolve import load_blindset as resolve_blindset
@@ -97,9 +100,9 @@ def groups_of(items: list[dict], labelled_set: str, by_source: bool) -> dict[str
     groups: dict[str, list[int]] = defaultdict(list)
     for i, item in enumerate(items):
         groups["all"].append(i)
-        if labelled_set in ("blindset", "blindset2"):
+        if labelled_set in BLIND_ROUNDS:
             groups["countdown" if is_countdown(item) else "real"].append(i)
-        if by_source and not (labelled_set in ("blindset", "blindset2") and is_countdown(item)):  # its own group
+        if by_source and not (labelled_set in BLIND_ROUNDS and is_countdown(item)):  # its own group
             groups[item["source"].split("/")[0]].append(i)
     return groups
 
