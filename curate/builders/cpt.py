@@ -32,7 +32,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import re
 import shutil
 import time
@@ -48,6 +47,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.inference.servers.base import ServerError
+from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
@@ -62,9 +63,9 @@ from curate.classifiers.solution import (
 )
 from curate.console import ProgressBar
 from curate.data_cards.cards import (
-    cleaning_options,
     rejects_table,
     render_card,
+    reproduce_command,
     save_card,
     size_category,
     split_configs,
@@ -72,7 +73,7 @@ from curate.data_cards.cards import (
 )
 from curate.data_cards.plots import plot_length_histograms
 from curate.errors import CurateError
-from curate.files import PARTIAL
+from curate.files import atomic_open, atomic_path, write_text_atomic
 from curate.handoff.export import input_files, run_export
 from curate.pipelines.decontam import decontaminate
 from curate.pipelines.dedup import dedup as dedup_pool
@@ -226,15 +227,13 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         length_range, removed_chars = None, {}
         if length_trim is not None:
             length_range, removed_chars = _restrict_chars(connection, float(length_trim))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial_path = path.with_name(path.name + PARTIAL)
-        connection.execute(f"""
-            COPY (SELECT * EXCLUDE (before, in_range) FROM (
-                SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                    AS before FROM labelled WHERE pool IS NOT NULL AND in_range)
-                  WHERE coalesce(before, 0) < {int(char_cap)} ORDER BY pool, draw)
-            TO '{partial_path}' (FORMAT parquet)""")
-        os.replace(partial_path, path)
+        with atomic_path(path) as staged:
+            connection.execute(f"""
+                COPY (SELECT * EXCLUDE (before, in_range) FROM (
+                    SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                        AS before FROM labelled WHERE pool IS NOT NULL AND in_range)
+                      WHERE coalesce(before, 0) < {int(char_cap)} ORDER BY pool, draw)
+                TO '{staged}' (FORMAT parquet)""")
         counts = dict(connection.sql("SELECT coalesce(pool, 'neither'), count(*) FROM labelled GROUP BY 1").fetchall())
         counts["tagged"] = connection.sql("SELECT count(*) FROM labelled").fetchall()[0][0]
         counts["read_into_pool"] = dict(connection.sql(f"SELECT pool, count(*) FROM read_parquet('{path}') GROUP BY 1").fetchall())
@@ -847,27 +846,35 @@ def rewrite_context(prompts: RewritePrompts, tokenizer: str, max_doc_tokens: int
         bar.close()
 
 
+async def _ask_about_document(document, generate, truncator, messages, max_tokens: int) -> tuple[object, bool, str | None]:
+    """One greedy request about one document cut to its token budget, for both LLM jobs of cpt: (the result,
+    truncated, None), or (None, truncated, why) for a document the tokenizer cannot handle or a failed request:
+    such a document becomes a row with its reason, never a crash. A dead server (ServerError) is raised: the task
+    fails and a rerun resumes from the checkpoint."""
+    try:
+        text, truncated, _ = await asyncio.to_thread(truncator, document.text)
+    except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is kept with its reason
+        return None, False, f"tokenize: {type(error).__name__}: {error}"
+    try:
+        result = await generate({"messages": messages(text), "max_tokens": max_tokens, "temperature": 0.0})
+    except ServerError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
+        message = error.error if isinstance(error, InferenceError) else error
+        return None, truncated, f"request: {type(error).__name__}: {str(message)[:300]}"
+    return result, truncated, None
+
+
 async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator, max_new_tokens: int, bar) -> dict:
     """One document, one request; always a row: a failed request or an unreadable rewrite is an error, not a crash."""
-    from datatrove.pipeline.inference.servers.base import ServerError
-    from datatrove.pipeline.inference.types import InferenceError
-
-    row = {"variant": document.metadata["variant"], "question": None, "thoughts": None, "answer": None, "error": None,
-           "raw": None, "finish_reason": None, "truncated": False, "prompt_tokens": 0, "completion_tokens": 0}
-    try:
-        text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
-    except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is kept with its reason
-        bar.advance()
-        return {**row, "error": f"tokenize: {type(error).__name__}: {error}"}
-    payload = {"messages": prompts.messages(text, row["variant"]), "max_tokens": max_new_tokens, "temperature": 0.0}
-    try:
-        result = await generate(payload)
-    except ServerError:
-        raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
-    except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
-        bar.advance()
-        message = error.error if isinstance(error, InferenceError) else error
-        return {**row, "error": f"request: {type(error).__name__}: {str(message)[:300]}"}
+    variant = document.metadata["variant"]
+    result, truncated, failure = await _ask_about_document(
+        document, generate, truncator, lambda text: prompts.messages(text, variant), max_new_tokens)
+    bar.advance()
+    row = {"variant": variant, "question": None, "thoughts": None, "answer": None, "error": failure,
+           "raw": None, "finish_reason": None, "truncated": truncated, "prompt_tokens": 0, "completion_tokens": 0}
+    if result is None:
+        return row
     row.update(raw=result.text, finish_reason=result.finish_reason,
                prompt_tokens=int(result.usage.get("prompt_tokens") or 0),
                completion_tokens=int(result.usage.get("completion_tokens") or 0))
@@ -875,7 +882,6 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
         row.update(parse_rewrite(result.text, result.finish_reason))
     except RewriteParseError as error:
         row["error"] = f"parse: {error}"
-    bar.advance()
     return row
 
 
@@ -943,12 +949,10 @@ def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, leng
         mask = pa.array([i in keep for i in table.column("id").to_pylist()])
         path = output / f"{variant}_rewrite" / "data" / "train-00000.parquet"
         surplus_path = output / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl"
-        pq.write_table(table.filter(mask), f"{path}{PARTIAL}")
-        with open(f"{surplus_path}{PARTIAL}", "w") as surplus:
+        with atomic_open(surplus_path) as surplus, atomic_path(path) as staged:  # the data first, then its surplus
+            pq.write_table(table.filter(mask), staged)
             surplus.writelines(json.dumps({"reason": "rematch_surplus: left out to match the other set's tokens", **row})
                                + "\n" for row in table.filter(pc.invert(mask)).select(["id", "n_tokens"]).to_pylist())
-        os.replace(f"{path}{PARTIAL}", path)
-        os.replace(f"{surplus_path}{PARTIAL}", surplus_path)
         result.kept[variant] = len(keep)
     result.tokens = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
     result.rematched, result.rematch_ks = True, report.ks_statistic
@@ -1052,12 +1056,11 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
     if not source.exists():
         source.parent.mkdir(parents=True, exist_ok=True)
         chosen = pa.table({"id": [i for v in VARIANTS for i in ids[v]], "variant": [v for v in VARIANTS for _ in ids[v]]})
-        with duckdb.connect() as connection:
+        with duckdb.connect() as connection, atomic_path(source) as staged:
             connection.register("chosen", chosen)
             connection.execute(f"COPY (SELECT p.id, p.text, c.variant FROM read_parquet($f) p JOIN chosen c "
-                               f"ON p.id = c.id AND p.pool = c.variant) TO '{source}{PARTIAL}' (FORMAT parquet)",
+                               f"ON p.id = c.id AND p.pool = c.variant) TO '{staged}' (FORMAT parquet)",
                                {"f": pool_files})
-        os.replace(f"{source}{PARTIAL}", source)
     raw = stage / "raw"
     _run_llm_stage(stage, source, options, executor, tasks, workers, rollout_fn=rewrite_rollout,
                    writer=RewriteWriter(str(raw)), metadata_key=REWRITE_KEY, job_name="curate-cpt-rewrite", step="rewrite",
@@ -1112,7 +1115,8 @@ def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer,
             "SELECT * FROM read_parquet($files) WHERE variant = $variant ORDER BY id", params={"files": files, "variant": variant}
         ) if files else None
         reader = relation.to_arrow_reader(1024) if relation is not None else []
-        with pq.ParquetWriter(f"{data_path}{PARTIAL}", schema) as writer, open(f"{rejects_path}{PARTIAL}", "w") as rejects:
+        with atomic_open(rejects_path) as rejects, atomic_path(data_path) as staged, \
+                pq.ParquetWriter(staged, schema) as writer:  # renamed when closed: the data first, then its rejects
             for batch in reader:
                 rows = batch.to_pylist()
                 good = [r for r in rows if r["error"] is None]
@@ -1133,8 +1137,6 @@ def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer,
                 writer.write_table(table)
                 kept += len(good)
                 tokens += sum(counts)
-    os.replace(f"{data_path}{PARTIAL}", data_path)
-    os.replace(f"{rejects_path}{PARTIAL}", rejects_path)
     result.kept[variant], result.tokens[variant], result.dropped[variant] = kept, tokens, dropped
 
 
@@ -1188,8 +1190,11 @@ def pack_dataset(dataset: Path, output: Path, tokenizer_name: str, pack_length: 
             sequences += len(chunks)
             buffer = buffer[end:]
 
-    with pq.ParquetWriter(f"{index_path}{PARTIAL}", index_schema) as index, \
-            (pq.ParquetWriter(f"{data_path}{PARTIAL}", sequence_schema) if fmt == "parquet" else open(f"{flat_path}{PARTIAL}", "wb")) as sink:
+    # Each file renamed once it is closed: the sequences first, then the index, then meta.json.
+    sink_path = data_path if fmt == "parquet" else flat_path
+    with atomic_path(index_path) as index_staged, atomic_path(sink_path) as sink_staged, \
+            pq.ParquetWriter(index_staged, index_schema) as index, \
+            (pq.ParquetWriter(sink_staged, sequence_schema) if fmt == "parquet" else open(sink_staged, "wb")) as sink:
         for _, path in input_files(dataset):
             for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["id", "text"]):
                 ids, texts = batch.column("id").to_pylist(), batch.column("text").to_pylist()
@@ -1207,18 +1212,13 @@ def pack_dataset(dataset: Path, output: Path, tokenizer_name: str, pack_length: 
                     sink.write(flat.astype(dtype).tobytes())
         if fmt == "parquet":
             flush_sequences(sink, final=True)
-    if fmt == "parquet":
-        os.replace(f"{data_path}{PARTIAL}", data_path)
-    else:
-        os.replace(f"{flat_path}{PARTIAL}", flat_path)
+    if fmt == "memmap":
         sequences = math.ceil(offset / pack_length)
         shutil.rmtree(output / "data")
-    os.replace(f"{index_path}{PARTIAL}", index_path)
     meta = {"format": fmt, "pack_length": pack_length, "tokenizer": tokenizer_name, "eos_token_id": eos,
             "dtype": np.dtype(dtype).name if fmt == "memmap" else "int32", "documents": documents, "tokens": offset,
             "sequences": sequences, "source": str(dataset)}
-    (output / "meta.json.partial").write_text(json.dumps(meta, indent=2))
-    os.replace(output / "meta.json.partial", output / "meta.json")
+    write_text_atomic(output / "meta.json", json.dumps(meta, indent=2))
     return PackResult(output=output, format=fmt, documents=documents, tokens=offset, sequences=sequences, pack_length=pack_length)
 
 
@@ -1240,10 +1240,9 @@ def export_dataset(dataset: Path, exports: Path, tokenizer: str, pack_length: in
     done["cpt"] = sum(cpt.rows.values())
     jsonl = exports / "cpt_jsonl" / "train-00000.jsonl"
     jsonl.parent.mkdir(parents=True, exist_ok=True)
-    with duckdb.connect() as connection:
+    with duckdb.connect() as connection, atomic_path(jsonl) as staged:
         connection.execute(f"COPY (SELECT text, id FROM read_parquet('{exports / 'cpt' / 'data'}/*.parquet')) "
-                           f"TO '{jsonl}{PARTIAL}' (FORMAT json)")
-    os.replace(f"{jsonl}{PARTIAL}", jsonl)
+                           f"TO '{staged}' (FORMAT json)")
     if "completion" in pq.read_schema(next(iter(sorted((dataset / "data").glob("*.parquet"))))).names:
         sft = run_export(dataset, "sft", exports / "sft", instruction="", progress=progress)
         done["sft"] = sum(sft.rows.values())
@@ -1319,27 +1318,15 @@ def solution_context(prompt: SolutionPrompt, tokenizer: str, max_doc_tokens: int
 async def solution_rollout(document, generate, prompt: SolutionPrompt, truncator, max_answer_tokens: int, bar) -> dict:
     """One document, one request, always one verdict row: a failed request or an unreadable answer is a verdict with
     an `error: ...` reason (the document is then rejected as unjudged), never a crash or a guess."""
-    from datatrove.pipeline.inference.servers.base import ServerError
-    from datatrove.pipeline.inference.types import InferenceError
-
-    row = {"pool": document.metadata["pool"], "contain_problem": None, "contain_solution": None, "reason": None,
-           "raw": None, "finish_reason": None, "truncated": False}
-    try:
-        text, row["truncated"], _ = await asyncio.to_thread(truncator, document.text)
-    except Exception as error:  # noqa: BLE001 - a document the tokenizer cannot handle is rejected with its reason
-        bar.advance()
-        return {**row, "reason": f"error: tokenize: {type(error).__name__}: {error}"}
-    payload = {"messages": prompt.messages(text), "max_tokens": max_answer_tokens, "temperature": 0.0}
-    try:
-        result = await generate(payload)
-    except ServerError:
-        raise  # the server is gone: the task fails and a rerun resumes from the checkpoint
-    except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
-        bar.advance()
-        message = error.error if isinstance(error, InferenceError) else error
-        return {**row, "reason": f"error: request: {type(error).__name__}: {str(message)[:300]}"}
-    judgement = parse_solution_answer(result.text)
+    result, truncated, failure = await _ask_about_document(document, generate, truncator, prompt.messages,
+                                                          max_answer_tokens)
     bar.advance()
+    row = {"pool": document.metadata["pool"], "contain_problem": None, "contain_solution": None,
+           "reason": None if failure is None else f"error: {failure}", "raw": None, "finish_reason": None,
+           "truncated": truncated}
+    if result is None:
+        return row
+    judgement = parse_solution_answer(result.text)
     return {**row, "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
             "reason": judgement.reason, "raw": result.text, "finish_reason": result.finish_reason}
 
@@ -1372,10 +1359,9 @@ def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudg
               overwrite=overwrite, run=[stage])
     if not source.exists():
         source.parent.mkdir(parents=True, exist_ok=True)
-        with duckdb.connect() as connection:
-            connection.execute(f"COPY (SELECT id, text, pool FROM read_parquet($f)) TO '{source}{PARTIAL}' (FORMAT parquet)",
+        with duckdb.connect() as connection, atomic_path(source) as staged:
+            connection.execute(f"COPY (SELECT id, text, pool FROM read_parquet($f)) TO '{staged}' (FORMAT parquet)",
                                {"f": pool_files})
-        os.replace(f"{source}{PARTIAL}", source)
     raw = stage / "raw"
     _run_llm_stage(stage, source, options, executor, tasks, workers, rollout_fn=solution_rollout,
                    writer=SolutionWriter(str(raw)), metadata_key=SOLUTION_KEY, job_name="curate-cpt-is-solution",
@@ -1396,7 +1382,7 @@ def filter_solutions(pool_files: list[str], judge: str, rejects_path: Path, verd
         raise CPTError(f"--solution-judge must be one of {', '.join(JUDGES)}, not {judge!r}")
     result = SolutionFilter(judge=judge, version=version, model=model)
     rejects_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{rejects_path}{PARTIAL}", "w") as rejects:
+    with atomic_open(rejects_path) as rejects:
         for path in pool_files:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["id", "pool", "text"]):
                 for row in batch.to_pylist():
@@ -1422,7 +1408,6 @@ def filter_solutions(pool_files: list[str], judge: str, rejects_path: Path, verd
                         "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
                         **({"model": model, "raw": raw} if verdicts is not None else {}),
                     }, ensure_ascii=False) + "\n")
-    os.replace(f"{rejects_path}{PARTIAL}", rejects_path)
     return result
 
 
@@ -1458,38 +1443,34 @@ def _length_matching_row(parameters: dict, report: MatchReport) -> str:
     return text + strata + " |"
 
 
-def reproduce_command(parameters: dict, spec: InputSpec, output: Path, rewrite: RewriteOptions | None,
-                      solution_judge: SolutionJudgeOptions | None = None) -> str:
+def cpt_command(parameters: dict, spec: InputSpec, output: Path, rewrite: RewriteOptions | None,
+                solution_judge: SolutionJudgeOptions | None = None) -> str:
     """`curate cpt` with every option this build used (tags by absolute path, as the card records them)."""
-    import shlex
-
-
     selection = parameters["selection"]
-    parts = ["curate", "cpt", "--tags", parameters["tags"], "--texts", spec.path, "--tokens", str(parameters["budget"]),
-             "--tokenizer", parameters["tokenizer"], "--output", str(output),
-             "--behaviors", ",".join(selection["behaviors"]), "--min-behaviors", str(selection["min_behaviors"]),
-             "--min-count", str(selection["min_count"]), "--seed", str(selection["seed"]),
-             "--tolerance", str(parameters["tolerance"]), "--length-bins", str(parameters["length_bins"]),
-             "--length-match", parameters["length_match"], "--length-trim", str(parameters["length_trim"]),
-             "--oversample", str(parameters["oversample"]), "--text-key", spec.text_key, "--id-key", spec.id_key,
-             "--pack-length", str(parameters["pack_length"]), "--pack-format", parameters["pack_format"],
-             "--license", parameters["license"]]
-    if parameters.get("require_solution"):
-        parts += ["--require-solution", "--solution-judge", parameters["require_solution"]]
-    if spec.is_hub:
-        parts += ["--split", spec.split]
-    if parameters["domain_key"]:
-        parts += ["--domain-key", parameters["domain_key"]]
+    options = [
+        ("--tags", parameters["tags"]), ("--texts", spec.path), ("--tokens", parameters["budget"]),
+        ("--tokenizer", parameters["tokenizer"]), ("--output", output), ("--behaviors", ",".join(selection["behaviors"])),
+        ("--min-behaviors", selection["min_behaviors"]), ("--min-count", selection["min_count"]),
+        ("--seed", selection["seed"]), ("--tolerance", parameters["tolerance"]),
+        ("--length-bins", parameters["length_bins"]), ("--length-match", parameters["length_match"]),
+        ("--length-trim", parameters["length_trim"]), ("--oversample", parameters["oversample"]),
+        ("--text-key", spec.text_key), ("--id-key", spec.id_key), ("--pack-length", parameters["pack_length"]),
+        ("--pack-format", parameters["pack_format"]), ("--license", parameters["license"]),
+        ("--require-solution", bool(parameters.get("require_solution"))),
+        ("--solution-judge", parameters.get("require_solution") or None),
+        ("--split", spec.split if spec.is_hub else None), ("--domain-key", parameters["domain_key"] or None),
+    ]
     if rewrite is not None:
-        parts += ["--rewrite", "--model", rewrite.model, "--backend", rewrite.backend,
-                  "--max-doc-tokens", str(rewrite.max_doc_tokens), "--max-new-tokens", str(rewrite.max_new_tokens),
-                  "--rewrite-oversample", str(parameters["rewrite_oversample"])]
-        parts += ["--endpoint-url", rewrite.endpoint_url] if rewrite.endpoint_url else []
+        options += [("--rewrite", True), ("--model", rewrite.model), ("--backend", rewrite.backend),
+                    ("--max-doc-tokens", rewrite.max_doc_tokens), ("--max-new-tokens", rewrite.max_new_tokens),
+                    ("--rewrite-oversample", parameters["rewrite_oversample"]),
+                    ("--endpoint-url", rewrite.endpoint_url or None)]
     elif solution_judge is not None:  # the judge's server, when no rewrite names it
-        parts += ["--model", solution_judge.model, "--backend", solution_judge.backend,
-                  "--max-doc-tokens", str(solution_judge.max_doc_tokens)]
-        parts += ["--endpoint-url", solution_judge.endpoint_url] if solution_judge.endpoint_url else []
-    return shlex.join(parts + cleaning_options(parameters["dedup"], parameters["decontam"], parameters["benchmarks_dir"]))
+        options += [("--model", solution_judge.model), ("--backend", solution_judge.backend),
+                    ("--max-doc-tokens", solution_judge.max_doc_tokens),
+                    ("--endpoint-url", solution_judge.endpoint_url or None)]
+    return reproduce_command("cpt", options=options, dedup=parameters["dedup"], decontam=parameters["decontam"],
+                             benchmarks_dir=parameters["benchmarks_dir"])
 
 
 CPT_FIELDS = [
@@ -1765,8 +1746,7 @@ def run_cpt(
         # both pools to their exact common token range (trim 0), so the tails are not trimmed twice.
         counts = select_pools(tags, selection, int(budget * MAX_CHARS_PER_TOKEN * oversample), pools_path, domain_key, trim)
         write_kept_copies(files, tag_rejects, kept_copies_path)
-        pools_summary.with_name(pools_summary.name + PARTIAL).write_text(json.dumps(counts))
-        os.replace(pools_summary.with_name(pools_summary.name + PARTIAL), pools_summary)
+        write_text_atomic(pools_summary, json.dumps(counts))
     pools = json.loads(pools_summary.read_text())  # read back in either case: a rerun sees the same types
     run_stages([Stage("curate-cpt-pool", [
         make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)), SplitRejects(str(pool_dir / "rejects")),
@@ -1830,18 +1810,18 @@ def run_cpt(
         "rewrite_oversample": rewrite_oversample if rewrite is not None else None,
         "solutions": solutions.summary() if solutions else None,
     }
-    parameters["command"] = reproduce_command(parameters, spec, output, rewrite, solution_judge)
+    parameters["command"] = cpt_command(parameters, spec, output, rewrite, solution_judge)
     parameters["matched_tokens"] = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
     with duckdb.connect() as connection:
         for variant, ids in zip(VARIANTS, (ids_e, ids_m)):
             destination = output / variant / "data" / "train-00000.parquet"
             destination.parent.mkdir(parents=True)
             connection.register("chosen", pa.table({"id": ids}))
-            connection.execute(
-                f"COPY (SELECT p.* EXCLUDE (pool, draw), NULL::VARCHAR AS error FROM read_parquet($f) p "
-                f"JOIN chosen USING (id) ORDER BY p.draw) TO '{destination}{PARTIAL}' (FORMAT parquet)", {"f": pool_files})
+            with atomic_path(destination) as staged:
+                connection.execute(
+                    f"COPY (SELECT p.* EXCLUDE (pool, draw), NULL::VARCHAR AS error FROM read_parquet($f) p "
+                    f"JOIN chosen USING (id) ORDER BY p.draw) TO '{staged}' (FORMAT parquet)", {"f": pool_files})
             connection.unregister("chosen")
-            os.replace(f"{destination}{PARTIAL}", destination)
     rejects = count_rejects(output / "rejects")
     for variant in VARIANTS:
         write_cpt_card(output / variant, variant, parameters, report, tags, rejects)
@@ -1869,6 +1849,5 @@ def run_cpt(
                                                       pack_format, progress)
     summary = {"parameters": parameters, "match": asdict(report), "rejects": rejects, "exports": result.exports,
                "rewrite": asdict(result.rewrite) if result.rewrite else None}
-    (state / "cpt.json.partial").write_text(json.dumps(summary, indent=2, default=str))
-    os.replace(state / "cpt.json.partial", state / "cpt.json")
+    write_text_atomic(state / "cpt.json", json.dumps(summary, indent=2, default=str))
     return result
