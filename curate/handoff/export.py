@@ -28,8 +28,6 @@ OUT/.curate/export.json (parameters and counts). Rows stream in record batches.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,13 +37,12 @@ import pyarrow.parquet as pq
 
 from curate.data_cards.cards import load_snippet, render_card, reproduce_command, save_card, size_category
 from curate.errors import CurateError
-from curate.files import write_text_atomic
+from curate.files import atomic_folder, write_text_atomic
 from curate.pipelines.state import STATE, folder_signature
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
 COMPLETION_COLUMNS = ("completion", "response", "trace", "output", "solution")
-PARTIAL = ".partial"
 
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 SCALAR = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean)
@@ -250,16 +247,11 @@ def run_export(
     # Every file's columns are checked before anything is written: a dataset that cannot be exported leaves no
     # empty data/ or rejects/ behind.
     exporters = [Exporter(target, pq.read_schema(path), instruction, system) for _, path in files]
-    # Written beside the final folders and swapped in at the end: a failure leaves the earlier export (or nothing).
-    staged = {folder: output / (folder + PARTIAL) for folder in ("data", "rejects")}
-    try:
-        result = _export_files(files, exporters, target, output, staged, batch_size, progress)
-        for folder, partial in staged.items():
-            _replace_folder(partial, output / folder)
-    except BaseException:
-        for partial in staged.values():
-            shutil.rmtree(partial, ignore_errors=True)
-        raise
+    # Written beside the final folders and swapped in at the end (data, then rejects): a failure leaves the earlier
+    # export (or nothing).
+    with atomic_folder(output / "rejects") as rejects, atomic_folder(output / "data") as data:
+        result = _export_files(files, exporters, target, output, {"data": data, "rejects": rejects}, batch_size,
+                               progress)
     result.files = [output / "data" / f.name for f in result.files]
     _write_bookkeeping(result, Path(dataset), instruction, system)
     return result
@@ -272,18 +264,9 @@ def output_identity(dataset: str | Path, target: str, instruction: str | None, s
     return parameters, folder_signature(dataset)
 
 
-def _replace_folder(new: Path, final: Path) -> None:
-    if final.is_dir():
-        shutil.rmtree(final)
-    os.replace(new, final)
-
-
 def _export_files(files, exporters, target, output, staged, batch_size, progress) -> ExportResult:
     from rich.progress import Progress
 
-    for partial in staged.values():
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
     result = ExportResult(output=output, target=target)
     total = sum(pq.ParquetFile(f).metadata.num_rows for _, f in files)
     split_index: Counter = Counter()
