@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior_list
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group
+from curate.cli.groups import cleaning_group, executor_group, input_group
 from curate.cli.options import (
+    SAMPLE_GLOB,
     AllowPartial,
     ClassifierOption,
     DeviceOption,
     IdKey,
-    InputOption,
     OverwriteOption,
     Split,
-    Streaming,
     Tasks,
-    TextKey,
     VerifyInputs,
     Workers,
     claim_output,
@@ -33,19 +31,26 @@ from curate.cli.options import (
     summary,
     tag_rows,
     up_to_date,
+    write_once,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+
+if TYPE_CHECKING:  # imported when a command runs: they import datatrove
+    from curate.pipelines.cleaning import Cleaning
+    from curate.pipelines.readers import InputSpec
 
 
 @app.command()
 @executor_group
+@cleaning_group(dedup="Remove exact and MinHash near duplicates from the built dataset.",
+                decontam="Remove rows overlapping these benchmarks (as `curate decontam --against`).")
+@input_group
 def build(
     behaviors: Annotated[
         str,
         typer.Option(help="Comma-separated behaviors every document must show, or 'none' for documents with none. "
                      f"Names: {', '.join(BEHAVIOR_NAMES)} (aliases: subgoal, backchaining)."),
     ],
-    input: InputOption = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Dataset directory (default: datasets/BEHAVIORS).")] = None,
     tags: Annotated[Optional[Path], typer.Option(help="Tags root to reuse across builds (default: OUTPUT/tags).")] = None,
     classifier: ClassifierOption = "cues",
@@ -53,22 +58,18 @@ def build(
     exclude_behaviors: Annotated[Optional[str], typer.Option(help="Behaviors that must be absent.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Keep at most this many documents (seeded random sample).", min=1)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
-    text_key: TextKey = "text",
-    id_key: IdKey = "id",
-    split: Split = "train",
-    streaming: Streaming = False,
     tasks: Tasks = 1,
     workers: Workers = 1,
     license: Annotated[str, typer.Option(help="License of the source text, for the dataset card.")] = "other",
-    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the built dataset.")] = False,
-    decontam: Annotated[Optional[str], typer.Option(help="Remove rows overlapping these benchmarks (as `curate decontam --against`).")] = None,
-    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     verify_inputs: VerifyInputs = False,
     allow_partial: AllowPartial = False,
     overwrite: OverwriteOption = False,
     keep_columns: Annotated[Optional[str], typer.Option(
         help="Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).")] = None,
+    *,
     runs_on: ExecutorOptions = LOCAL,
+    cleaning: Cleaning,
+    corpus: InputSpec,
 ) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
 
@@ -90,32 +91,32 @@ def build(
     if wanted == []:
         raise UnknownBehaviorError("--behaviors is empty; name at least one behavior, or 'none'")
     selection = Selection(behaviors=wanted, min_count=min_count, exclude=excluded, limit=limit, seed=seed)
-    sample = input is None
-    spec = input_spec(input, text_key, id_key, split, streaming)
+    sample = corpus.path == SAMPLE_GLOB
     if output is None:
         output = Path("datasets") / (behaviors.replace(",", "+").replace(" ", "") or "none")
     from curate.pipelines.tag import file_fingerprints
 
     # Tags kept in OUTPUT/tags stay when the corpus changed: the rerun tags only the new and changed files.
-    what = {"behaviors": behaviors, "input": input, "tags": tags, "classifier": classifier, "min_count": min_count,
-            "exclude_behaviors": exclude_behaviors, "limit": limit, "seed": seed, "text_key": text_key, "id_key": id_key,
-            "split": split, "streaming": streaming, "license": license, "dedup": dedup, "decontam": decontam,
-            "benchmarks_dir": benchmarks_dir}
+    # The bundled sample is recorded as no --input, as it was typed.
+    what = {"behaviors": behaviors, "input": None if sample else corpus.path, "tags": tags, "classifier": classifier,
+            "min_count": min_count, "exclude_behaviors": exclude_behaviors, "limit": limit, "seed": seed,
+            "text_key": corpus.text_key, "id_key": corpus.id_key, "split": corpus.split, "streaming": corpus.streaming,
+            "license": license, **cleaning.arguments()}
     kept = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else []
     if kept:  # only when given, so that datasets built before the option existed stay up to date
         what["keep_columns"] = kept
-    claim = claim_output(output, "build", what, inputs=file_fingerprints(spec, verify_inputs), overwrite=overwrite,
-                         keep=("tags",) if tags is None or tags.resolve() == (output / "tags").resolve() else ())
-    if claim.up_to_date:
-        return up_to_date(output)
     started = time.perf_counter()
-    result = run_build(
-        spec, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
-        license="apache-2.0" if sample else license, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
-        verify_inputs=verify_inputs, allow_partial=allow_partial, keep_columns=kept,
-        executor=runs_on,
+    result = write_once(
+        output, "build", what, lambda: run_build(
+            corpus, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
+            license="apache-2.0" if sample else license, verify_inputs=verify_inputs, allow_partial=allow_partial,
+            keep_columns=kept, executor=runs_on, **cleaning.arguments(),
+        ),
+        inputs=file_fingerprints(corpus, verify_inputs), overwrite=overwrite,
+        keep=("tags",) if tags is None or tags.resolve() == (output / "tags").resolve() else (),
     )
-    claim.finish()
+    if result is None:
+        return
     seconds = time.perf_counter() - started
     rows = tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)
     rows.insert(4, ("selected", f"{result.selected:,}"))
@@ -125,6 +126,8 @@ def build(
 
 
 @app.command()
+@cleaning_group(dedup="Remove exact and MinHash near duplicates from the source problems before chaining.",
+                decontam="Remove source problems overlapping these benchmarks (as `curate decontam --against`).")
 def multihop(
     input: Annotated[str, typer.Option("--input", "-i", help="GSM8K-style problems: jsonl/parquet file, glob, or 'hf:ORG/NAME'.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
@@ -138,10 +141,9 @@ def multihop(
     id_key: Annotated[str, typer.Option(help="Field holding the problem id (becomes each hop's source_id); else file/line.")] = "id",
     split: Split = "train",
     license: Annotated[str, typer.Option(help="License of the source problems, for the dataset card.")] = "mit",
-    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates from the source problems before chaining.")] = False,
-    decontam: Annotated[Optional[str], typer.Option(help="Remove source problems overlapping these benchmarks (as `curate decontam --against`).")] = None,
-    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     overwrite: OverwriteOption = False,
+    *,
+    cleaning: Cleaning,
 ) -> None:
     """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits.
 
@@ -164,15 +166,13 @@ def multihop(
     # The same keys as the multihop flow's claim, so that either finds the other's dataset up to date.
     what = {"input": input, "hops": hops, "n": n, "seed": seed, "max_ratio": max_ratio, "tries_per_link": tries_per_link,
             "question_key": question_key, "answer_key": answer_key, "id_key": id_key, "split": split, "license": license,
-            "dedup": dedup, "decontam": decontam, "benchmarks_dir": benchmarks_dir}
-    claim = claim_output(output, "multihop", what, inputs=file_fingerprints(spec), overwrite=overwrite)
-    if claim.up_to_date:
-        return up_to_date(output)
+            **cleaning.arguments()}
     started = time.perf_counter()
-    result = run_multihop(spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio,
-                          tries_per_link=tries_per_link, answer_key=answer_key, license=license, dedup=dedup,
-                          decontam=decontam, benchmarks_dir=benchmarks_dir)
-    claim.finish()
+    result = write_once(output, "multihop", what, lambda: run_multihop(
+        spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio, tries_per_link=tries_per_link,
+        answer_key=answer_key, license=license, **cleaning.arguments()), inputs=file_fingerprints(spec), overwrite=overwrite)
+    if result is None:
+        return
     seconds = time.perf_counter() - started
     s = result.stats
     rows = [
@@ -183,7 +183,7 @@ def multihop(
         ("links accepted", f"{s.links_accepted:,} / {s.link_proposals:,} ({100 * s.acceptance_rate:.1f} %)"),
         ("links rejected", ", ".join(f"{k}: {v:,}" for k, v in s.link_rejects.most_common()) or "0"),
         ("rows full / half / single", " / ".join(f"{s.rows.get(k, 0):,}" for k in ("full", "half", "single"))),
-        *cleaning_rows(output, dedup, decontam),
+        *cleaning_rows(output, cleaning),
         ("seconds", f"{seconds:,.1f}"),
         ("dataset", str(output / "data")),
         ("card", str(output / "README.md")),
@@ -193,6 +193,9 @@ def multihop(
 
 
 @app.command()
+@cleaning_group(dedup="Remove exact and MinHash near duplicates (judged on the completion).",
+                decontam="Remove rows whose question or completion overlaps these benchmarks (as `curate decontam "
+                "--against`).")
 def priming(
     ctx: typer.Context,
     variant: Annotated[str, typer.Option(help="all_strategies, only_backtracking, backtracking_verification, "
@@ -231,10 +234,9 @@ def priming(
                                                        "Countdown prompt with the numbers and target; served by "
                                                        "--backend/--endpoint-url/--device): the card reports its "
                                                        "acceptance beside the classifier's.")] = None,
-    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the completion).")] = False,
-    decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question or completion overlaps these benchmarks (as `curate decontam --against`).")] = None,
-    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     overwrite: OverwriteOption = False,
+    *,
+    cleaning: Cleaning,
 ) -> None:
     """Countdown priming datasets: behavior-controlled traces, checked by a classifier, with SFT and verl columns.
 
@@ -294,12 +296,12 @@ def priming(
         )
         target = output / name if len(variants) > 1 else output
         # Each variant's folder is one dataset; the keys are the priming flow's, so either sees the other's as its own.
-        what = {**vars(config), "dedup": dedup, "decontam": decontam, "benchmarks_dir": benchmarks_dir}
+        what = {**vars(config), **cleaning.arguments()}
         claim = claim_output(target, "priming", what, overwrite=overwrite)
         if claim.up_to_date:
             up_to_date(target)
             continue
-        result = run_priming(config, target, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
+        result = run_priming(config, target, **cleaning.arguments())
         claim.finish()
         splits = result.stats["splits"]
         accuracy = {s: f"{100 * v['answer_accuracy']:.0f} %" for s, v in splits.items()}
@@ -310,7 +312,7 @@ def priming(
             judged = result.stats["judge"]["all"]
             rows.append(("  LLM judge", (f"accepted {judged['accepted']:,} of {judged['judged']:,} judged traces "
                                          f"({judged['traces'] - judged['judged']:,} unreadable or failed)")))
-        rows += [(f"  {label}", value) for label, value in cleaning_rows(target, dedup, decontam)]
+        rows += [(f"  {label}", value) for label, value in cleaning_rows(target, cleaning)]
     if rows:
         summary("Priming datasets", rows)
 
@@ -421,6 +423,8 @@ def decontam_command(
 
 
 @app.command("mcqa")
+@cleaning_group(dedup="Remove exact and MinHash near duplicates (judged on the question).",
+                decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam --against`).")
 def mcqa(
     input: Annotated[list[str], typer.Option("--input", "-i", help="File, directory, glob or hf:NAME[:SPLIT]; repeatable.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory (data/, rejects/, README.md).")],
@@ -434,10 +438,9 @@ def mcqa(
     device: DeviceOption = "auto",
     max_tokens: Annotated[int, typer.Option(help="--reformulate: generation budget per rewrite.", min=16)] = 1024,
     concurrency: Annotated[Optional[int], typer.Option(help="--reformulate: requests in flight.", min=1)] = None,
-    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and MinHash near duplicates (judged on the question).")] = False,
-    decontam: Annotated[Optional[str], typer.Option(help="Remove rows whose question overlaps these benchmarks (as `curate decontam --against`).")] = None,
-    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     overwrite: OverwriteOption = False,
+    *,
+    cleaning: Cleaning,
 ) -> None:
     """Convert multiple choice to open-answer questions: keep items whose stem stands without its options and
     whose gold option math-verify grades uniquely; every other item goes to rejects/ with its reason.
@@ -462,19 +465,18 @@ def mcqa(
            "temperature": 0.0, "concurrency": concurrency} if reformulate else None
     from curate.builders.mcqa import output_identity
 
-    what, inputs = output_identity(list(input), format, limit, llm, dedup, decontam, benchmarks_dir)
-    claim = claim_output(output, "mcqa", what, inputs=inputs, overwrite=overwrite)
-    if claim.up_to_date:
-        return up_to_date(output)
+    what, inputs = output_identity(list(input), format, limit, llm, **cleaning.arguments())
     started = time.perf_counter()
-    result = run_mcqa(list(input), output, fmt=format, workers=workers, limit=limit, dedup=dedup, decontam=decontam,
-                      benchmarks_dir=benchmarks_dir, reformulate=llm)
-    claim.finish()
+    result = write_once(output, "mcqa", what, lambda: run_mcqa(
+        list(input), output, fmt=format, workers=workers, limit=limit, reformulate=llm, **cleaning.arguments()),
+        inputs=inputs, overwrite=overwrite)
+    if result is None:
+        return
     total = result.kept + result.rejected
     rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
     rows += [(f"type: {kind}", f"{n:,}") for kind, n in result.answer_types.items()]
-    rows += cleaning_rows(output, dedup, decontam)
+    rows += cleaning_rows(output, cleaning)
     rows += [("seconds", f"{time.perf_counter() - started:.1f}"), ("dataset", str(output / "data")),
              ("rejects", str(output / "rejects" / "rejects.jsonl")), ("card", str(output / "README.md"))]
     summary(f"MCQA → open answer: {output}", rows)
@@ -482,9 +484,11 @@ def mcqa(
 
 @app.command("cpt")
 @executor_group
+@cleaning_group(dedup="Remove exact and near duplicates from the candidates first.",
+                decontam="Remove candidates overlapping these benchmarks.")
+@input_group(texts=True)
 def cpt(
     tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v3).")],
-    texts: Annotated[str, typer.Option(help="The corpus the tags were made from (file, folder, glob or hf:NAME).")],
     tokens: Annotated[str, typer.Option(help="Token budget of each set, e.g. 8.3M.")],
     tokenizer: Annotated[str, typer.Option(help="Tokenizer (path or hub name) that counts and packs the tokens.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder: enriched/, minimized/, exports/.")],
@@ -506,13 +510,6 @@ def cpt(
                                               "choose from.", min=1.0)] = 2.0,
     domain_key: Annotated[Optional[str], typer.Option(help="Tag column or corpus field to match the domain mix on "
                                                       "(default: a `domain` tag column where there is one).")] = None,
-    text_key: TextKey = "text",
-    id_key: IdKey = "id",
-    split: Split = "train",
-    streaming: Streaming = False,
-    dedup: Annotated[bool, typer.Option("--dedup", help="Remove exact and near duplicates from the candidates first.")] = False,
-    decontam: Annotated[Optional[str], typer.Option(help="Remove candidates overlapping these benchmarks.")] = None,
-    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of built-in benchmarks for --decontam.")] = None,
     rewrite: Annotated[bool, typer.Option("--rewrite", help="Rewrite both sets as question / thoughts / answer.")] = False,
     rewrite_oversample: Annotated[float, typer.Option(help="--rewrite: source tokens rewritten first, as a multiple of "
                                                       "the budget (the set plus more of its pool); later rounds "
@@ -539,7 +536,10 @@ def cpt(
     gpus_per_task: Annotated[int, typer.Option(help="--rewrite: GPUs per model server (ray and slurm reserve them; "
                                                "local gives each task its own). The corpus pass uses none.", min=0)] = 0,
     overwrite: OverwriteOption = False,
+    *,
     runs_on: ExecutorOptions = LOCAL,
+    cleaning: Cleaning,
+    corpus: InputSpec,
 ) -> None:
     """Build behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports.
 
@@ -563,7 +563,6 @@ def cpt(
     selection = CPTSelection(behaviors=chosen, min_behaviors=min_behaviors, min_count=min_count, seed=seed)
     if rewrite and not model:
         raise CPTError("--rewrite needs --model")
-    spec = input_spec(texts, text_key, id_key, split, streaming)
     options = RewriteOptions(model=model, backend=backend, endpoint_url=endpoint_url, max_doc_tokens=max_doc_tokens,
                              max_new_tokens=max_new_tokens, tp=tp, dp=dp, concurrency=concurrency) if rewrite else None
     if solution_judge not in ("cues", "llm"):
@@ -578,27 +577,26 @@ def cpt(
     from curate.pipelines.state import folder_signature
     from curate.pipelines.tag import file_fingerprints
 
-    what = {"tags": tags, "texts": texts, "tokens": tokens, "tokenizer": tokenizer, "behaviors": behaviors,
+    what = {"tags": tags, "texts": corpus.path, "tokens": tokens, "tokenizer": tokenizer, "behaviors": behaviors,
             "min_behaviors": min_behaviors, "min_count": min_count, "seed": seed, "tolerance": tolerance,
             "length_bins": length_bins, "length_match": length_match, "length_trim": length_trim, "oversample": oversample,
-            "domain_key": domain_key, "text_key": text_key, "id_key": id_key, "split": split, "dedup": dedup,
-            "decontam": decontam, "benchmarks_dir": benchmarks_dir, "rewrite": rewrite, "model": model,
+            "domain_key": domain_key, "text_key": corpus.text_key, "id_key": corpus.id_key, "split": corpus.split,
+            **cleaning.arguments(), "rewrite": rewrite, "model": model,
             "max_doc_tokens": max_doc_tokens, "max_new_tokens": max_new_tokens, "pack_length": pack_length,
             "rewrite_oversample": rewrite_oversample, "require_solution": require_solution,
             "solution_judge": solution_judge,
             "pack_format": pack_format, "license": license}
     # An unfinished run (a Slurm stage submitted, an interrupt) keeps its record: the same command continues it.
-    claim = claim_output(output, "cpt", what, overwrite=overwrite,
-                         inputs={"tags": folder_signature(tags), "texts": file_fingerprints(spec)})
-    if claim.up_to_date:
-        return up_to_date(output)
-    result = run_cpt(tags, spec, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
-                     length_match=length_match, length_trim=length_trim, domain_key=domain_key, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir,
-                     rewrite=options, pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
-                     require_solution=solution_judge if require_solution else None, solution_judge=judge,
-                     rewrite_oversample=rewrite_oversample,
-                     license=license, oversample=oversample, executor=runs_on, overwrite=overwrite)
-    claim.finish()
+    result = write_once(output, "cpt", what, lambda: run_cpt(
+        tags, corpus, tokens, tokenizer, output, selection, tolerance=tolerance, length_bins=length_bins,
+        length_match=length_match, length_trim=length_trim, domain_key=domain_key, rewrite=options,
+        pack_length=pack_length, pack_format=pack_format, tasks=tasks, workers=workers,
+        require_solution=solution_judge if require_solution else None, solution_judge=judge,
+        rewrite_oversample=rewrite_oversample, license=license, oversample=oversample, executor=runs_on,
+        overwrite=overwrite, **cleaning.arguments()),
+        overwrite=overwrite, inputs={"tags": folder_signature(tags), "texts": file_fingerprints(corpus)})
+    if result is None:
+        return
     report = result.report
     rows = [
         ("budget", f"{report.budget:,} tokens (± {100 * report.tolerance:g} %)"),

@@ -21,6 +21,11 @@ as the pass-rate filter's SamplingOptions) as `server`, and with `judge=True` th
     @executor_group
     @server_group(config=sampling_config, sampling=True, also=("k",))
     def filter_passrate(..., model: str, k: int = 8, runs_on: ExecutorOptions, server: SamplingOptions) -> None: ...
+
+The five builders that clean what they wrote took `--dedup / --decontam / --benchmarks-dir` each; `cleaning_group`
+declares them once, in the "Cleaning" panel, with each builder's own help of what is judged, and hands one validated
+Cleaning as `cleaning`. The commands that read a corpus through an InputSpec (tag, tag-llm, build, eval-gate, and
+cpt and distill with `--texts`) take `input_group`: the "Input" panel, and one InputSpec as `corpus`.
 """
 
 from __future__ import annotations
@@ -32,14 +37,18 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec
 from curate.pipelines.executor_options import ExecutorOptions
 
 EXECUTOR_PANEL = "Executor"
 SERVER_PANEL = "Model server"
+CLEANING_PANEL = "Cleaning"
+INPUT_PANEL = "Input"
 
 
 @dataclass(frozen=True)
@@ -106,16 +115,22 @@ def executor_group(command: Callable | None = None, *, without: tuple[str, ...] 
     return _with_group(command, ("runs_on",), FLAGS, make, without)
 
 
+# The parameters the groups hand a command (runs_on, server, judge, cleaning, corpus): their annotations may name a
+# config class that the command's module imports under TYPE_CHECKING only, for this group or one stacked above it.
+RECEIVED = ("runs_on", "server", "judge", "cleaning", "corpus")
+
+
 def _evaluated(command: Callable, receives: tuple[str, ...]) -> inspect.Signature:
-    """The command's signature with its annotations evaluated, except the names in the annotations of `receives`
-    that its module does not import at run time (a config class imported under TYPE_CHECKING only)."""
+    """The command's signature with its annotations evaluated, except the names in the annotations of the
+    parameters groups hand in (RECEIVED) that its module does not import at run time (a config class imported
+    under TYPE_CHECKING only)."""
     raw = inspect.signature(command)
     for name in receives:
         if name not in raw.parameters:
             raise TypeError(f"{command.__name__} must take a {name!r} parameter to receive its options")
     known = getattr(command, "__globals__", {})
     unresolved = {}
-    for name in receives:
+    for name in set(RECEIVED) & set(raw.parameters):
         annotation = raw.parameters[name].annotation
         for word in re.findall(r"[A-Za-z_]\w*", annotation if isinstance(annotation, str) else ""):
             if word not in known and not hasattr(builtins, word):
@@ -313,3 +328,83 @@ def server_group(
         without,
         {"model": model, **{name: name for name in also}},
     )
+
+
+def cleaning_options(**fields):
+    """A Cleaning, validated, imported when the command runs: its check reads the benchmark list with
+    curate.pipelines.decontam, which imports datatrove."""
+    from curate.pipelines.cleaning import Cleaning
+
+    cleaning = Cleaning(**fields)
+    cleaning.validate()  # a CleaningError or BenchmarkError is a CurateError: one line and exit 2 (cli.app)
+    return cleaning
+
+
+def cleaning_group(*, dedup: str, decontam: str) -> Callable:
+    """Adds --dedup / --decontam / --benchmarks-dir to a builder and calls it with `cleaning=Cleaning(...)`, validated
+    before the build starts. `dedup`, `decontam`: the help of those two flags, which says what this builder judges
+    (the built rows, the source problems, the candidates; on the question or the completion)."""
+    flags = {
+        "dedup": GroupField("dedup", _option(bool, "--dedup", help=dedup, panel=CLEANING_PANEL), False),
+        "decontam": GroupField("decontam", _option(str | None, help=decontam, panel=CLEANING_PANEL), None),
+        "benchmarks_dir": GroupField(
+            "benchmarks_dir",
+            _option(Path | None, help="Local copies of built-in benchmarks for --decontam.", panel=CLEANING_PANEL),
+            None,
+        ),
+    }
+
+    def make(chosen: dict) -> dict:
+        return {"cleaning": cleaning_options(**chosen)}
+
+    return lambda command: _with_group(command, ("cleaning",), flags, make)
+
+
+def _input(kind: Any, *flags: str, help: str) -> Any:
+    return _option(kind, *flags, help=help, panel=INPUT_PANEL)
+
+
+# InputSpec field -> flag: where a corpus is and how it is read. A hub dataset's `config` has no flag.
+INPUT_FLAGS: dict[str, GroupField] = {
+    "path": GroupField(
+        "input",
+        _input(
+            str | None,
+            "--input",
+            "-i",
+            help="File, directory, glob ('corpus/*.jsonl') or Hugging Face dataset 'hf:ORG/NAME'.",
+        ),
+        None,
+    ),
+    "text_key": GroupField("text_key", _input(str, help="Field holding the text."), "text"),
+    "id_key": GroupField("id_key", _input(str, help=ID_KEY_HELP), "id"),
+    "split": GroupField("split", _input(str, help=SPLIT_HELP), "train"),
+    "streaming": GroupField(
+        "streaming", _input(bool, help="Stream a Hugging Face dataset instead of downloading it."), False
+    ),
+}
+
+# The corpus that a command's tags were made from (cpt, distill): required, and called --texts there.
+TEXTS_FLAG = GroupField(
+    "texts",
+    _input(str, help="The corpus the tags were made from (file, directory, glob or hf:NAME)."),
+    inspect.Parameter.empty,
+)
+
+
+def input_group(command: Callable | None = None, *, texts: bool = False) -> Callable:
+    """Adds the input options to `command` and calls it with `corpus=InputSpec(...)`: a local corpus that names no
+    file fails here, in one line, and without --input the bundled sample corpus is read (and said so). With
+    `texts`, the corpus is the required `--texts`: the one the command's tags were made from."""
+    if command is None:
+        return functools.partial(input_group, texts=texts)
+    flags = INPUT_FLAGS | ({"path": TEXTS_FLAG} if texts else {})
+
+    def make(chosen: dict) -> dict:
+        return {
+            "corpus": input_spec(
+                chosen["path"], chosen["text_key"], chosen["id_key"], chosen["split"], chosen["streaming"]
+            )
+        }
+
+    return _with_group(command, ("corpus",), flags, make)

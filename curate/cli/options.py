@@ -1,5 +1,5 @@
-"""What the commands share: option types, the input spec, errors and summaries (the executor options are a
-group of their own: curate.cli.groups)."""
+"""What the commands share: option types, the input spec, the output claim, errors and summaries (the input,
+executor, model-server and cleaning options are groups of their own: curate.cli.groups)."""
 
 from __future__ import annotations
 
@@ -13,24 +13,16 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import console
 
 SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
+SAMPLE_GLOB = str(SAMPLE_CORPUS / "*.jsonl")  # what a command without --input reads
 
 
-InputOption = Annotated[
-    str | None,
-    typer.Option("--input", "-i", help="File, directory, glob ('corpus/*.jsonl') or Hugging Face dataset 'hf:ORG/NAME'."),
-]
+ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
+SPLIT_HELP = "Split of a Hugging Face dataset."
+
+IdKey = Annotated[str, typer.Option(help=ID_KEY_HELP)]
 
 
-TextKey = Annotated[str, typer.Option(help="Field holding the text.")]
-
-
-IdKey = Annotated[str, typer.Option(help="Field holding the document id; missing ids become 'source path/position'.")]
-
-
-Split = Annotated[str, typer.Option(help="Split of a Hugging Face dataset.")]
-
-
-Streaming = Annotated[bool, typer.Option(help="Stream a Hugging Face dataset instead of downloading it.")]
+Split = Annotated[str, typer.Option(help=SPLIT_HELP)]
 
 
 ClassifierOption = Annotated[
@@ -74,6 +66,25 @@ def claim_output(output: Path, command: str, parameters: dict, inputs=None, over
         fail(str(error))
 
 
+def write_once(output: Path, command: str, parameters: dict, write, inputs=None, overwrite: bool = False,
+               keep: tuple[str, ...] = (), abandon: bool = False):
+    """`write()` into `output` under a claim (claim_output): None, said so, when the folder is up to date; else
+    what `write()` returns, once the claim is finished. A failed write leaves the claim unfinished, so the same
+    command resumes it; with `abandon`, a failed write into a new folder removes it (an export has nothing to
+    resume). A Slurm submission is an exception too: the rerun continues it."""
+    claim = claim_output(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
+    if claim.up_to_date:
+        return up_to_date(output)
+    try:
+        result = write()
+    except Exception:
+        if abandon:
+            claim.abandon()
+        raise
+    claim.finish()
+    return result
+
+
 def path_signature(path: str | Path):
     """The input of a command that reads a file, folder or glob it does not tag (dedup, decontam, export): each
     file's size and mtime, so that a changed input is another dataset; a hub dataset by its name."""
@@ -111,7 +122,7 @@ def input_spec(input: str | None, text_key: str, id_key: str, split: str, stream
 
     if input is None:
         console.print(f"[yellow]No --input given: using the bundled sample corpus ({SAMPLE_CORPUS}).[/]")
-        input = str(SAMPLE_CORPUS / "*.jsonl")
+        input = SAMPLE_GLOB
     spec = InputSpec(path=input, text_key=text_key, id_key=id_key, split=split, streaming=streaming)
     if not spec.is_hub:
         try:
@@ -165,16 +176,16 @@ def update_rows(result) -> list[tuple[str, str]]:
     return rows
 
 
-def cleaning_rows(output: Path, dedup: bool, decontam: str | None) -> list[tuple[str, str]]:
-    """Summary lines of a builder's --dedup / --decontam, from the reports they leave in OUTPUT/.curate/."""
+def cleaning_rows(output: Path, cleaning) -> list[tuple[str, str]]:
+    """Summary lines of a builder's --dedup / --decontam (a Cleaning), from the reports they leave in OUTPUT/.curate/."""
     import json
 
     rows = []
-    if dedup:
+    if cleaning.dedup:
         report = json.loads((output / ".curate" / "dedup.json").read_text())
         rows.append(("duplicates removed", (f"{report['exact_removed']:,} exact, {report['near_removed']:,} near "
                                            f"(of {report['read']:,})")))
-    if decontam:
+    if cleaning.decontam:
         report = json.loads((output / ".curate" / "decontam.json").read_text())
         hits = ", ".join(f"{name} {n:,}" for name, n in report["hits"].items()) or "none"
         rows.append(("contaminated removed", f"{report['removed']:,} of {report['read']:,} ({hits})"))

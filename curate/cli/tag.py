@@ -12,28 +12,14 @@ from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group, server_group
-from curate.cli.options import (
-    ClassifierOption,
-    IdKey,
-    InputOption,
-    Split,
-    Streaming,
-    Tasks,
-    TextKey,
-    VerifyInputs,
-    Workers,
-    fail,
-    input_spec,
-    summary,
-    tag_rows,
-    update_rows,
-)
+from curate.cli.groups import executor_group, input_group, server_group
+from curate.cli.options import ClassifierOption, Tasks, VerifyInputs, Workers, fail, summary, tag_rows, update_rows
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
-if TYPE_CHECKING:  # imported when a command runs: both import datatrove
+if TYPE_CHECKING:  # imported when a command runs: they import datatrove
     from curate.pipelines.llm.server import ServerOptions
     from curate.pipelines.llm_tag import LLMTagOptions
+    from curate.pipelines.readers import InputSpec
 
 
 def llm_tag_config(**fields):
@@ -46,14 +32,10 @@ def llm_tag_config(**fields):
 @app.command()
 @executor_group
 @server_group(without=("tp", "dp"))
+@input_group
 def tag(
-    input: InputOption = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/CLASSIFIER/.")] = Path("tags"),
     classifier: ClassifierOption = "cues",
-    text_key: TextKey = "text",
-    id_key: IdKey = "id",
-    split: Split = "train",
-    streaming: Streaming = False,
     tasks: Tasks = 1,
     workers: Workers = 1,
     batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
@@ -68,6 +50,7 @@ def tag(
     *,
     runs_on: ExecutorOptions = LOCAL,
     server: ServerOptions,
+    corpus: InputSpec,
 ) -> None:
     """Tag a corpus: write one attribute row per document to OUTPUT/CLASSIFIER/ (parquet).
 
@@ -100,15 +83,14 @@ def tag(
         # tag-llm's own request timeout and start settings, as `curate tag-llm` with these options would run.
         options = llm_tag_config(**{**dataclasses.asdict(server), "tp": None, "request_timeout": 300.0}, mode=mode,
                                  structured=structured, max_doc_tokens=max_doc_tokens, gate=gate)
-        tag_llm(model=model, input=input, output=output, text_key=text_key, id_key=id_key, split=split,
-                streaming=streaming, tasks=tasks, workers=workers, limit=limit, runs_on=runs_on, server=options)
+        tag_llm(model=model, output=output, tasks=tasks, workers=workers, limit=limit, runs_on=runs_on, server=options,
+                corpus=corpus)
         return
     if model:
         fail("--model applies to --classifier llm or cascade only")
 
-    spec = input_spec(input, text_key, id_key, split, streaming)
     started = time.perf_counter()
-    result = run_tagging(spec, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
+    result = run_tagging(corpus, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
                          verify_inputs=verify_inputs, executor=runs_on)
     rows = tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started) + update_rows(result)
     summary(f"Tagged → {result.tags_dir}", rows)
@@ -170,9 +152,9 @@ def warn_unfinished(directory: Path) -> None:
 @server_group(config=llm_tag_config, also=("mode", "structured", "max_doc_tokens", "max_answer_tokens", "tokenizer",
                                            "gate", "request_timeout", "records_per_chunk", "reasoning_parser",
                                            "server_start_timeout", "server_start_retries"))
+@input_group
 def tag_llm(
     model: Annotated[str, typer.Option(help="Model: hub name or local directory (also the tokenizer unless --tokenizer).")],
-    input: InputOption = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).")] = Path("tags"),
     mode: Annotated[str, typer.Option(help="per-behavior (four requests sharing the document prefix) or joint (one JSON answer).")] = "per-behavior",
     structured: Annotated[bool, typer.Option(help="Ask the server for JSON by schema (response_format).")] = False,
@@ -184,10 +166,6 @@ def tag_llm(
                                               rich_help_panel="Model server")] = None,
     request_timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.", min=1)] = 300.0,
     records_per_chunk: Annotated[int, typer.Option(help="Documents per checkpoint chunk (a killed run resumes from the last one).", min=1)] = 500,
-    text_key: TextKey = "text",
-    id_key: IdKey = "id",
-    split: Split = "train",
-    streaming: Streaming = False,
     tasks: Tasks = 1,
     workers: Workers = 1,
     limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
@@ -203,6 +181,7 @@ def tag_llm(
     *,
     runs_on: ExecutorOptions = LOCAL,
     server: LLMTagOptions,
+    corpus: InputSpec,
 ) -> None:
     """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
 
@@ -235,8 +214,7 @@ def tag_llm(
         if not isinstance(template_kwargs, dict):
             fail("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
         options = dataclasses.replace(server, chat_template_kwargs=template_kwargs)
-    spec = input_spec(input, text_key, id_key, split, streaming)
-    result = run_llm_tagging(spec, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
+    result = run_llm_tagging(corpus, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
     rows = [r for r in tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]
     rows += [
         ("sent to the LLM", f"{result.llm_documents:,}"),
@@ -249,16 +227,14 @@ def tag_llm(
 
 
 @app.command("eval-gate")
+@input_group
 def eval_gate(
     labels: Annotated[Path, typer.Option(help="LLM tags (e.g. tags/llm_v1) to measure the gate against.")],
-    input: InputOption = None,
     gate: Annotated[str, typer.Option(help="The cheap classifier used as the gate.")] = "cues",
     sample: Annotated[int, typer.Option(help="LLM-labelled documents to sample.", min=1)] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
-    text_key: TextKey = "text",
-    id_key: IdKey = "id",
-    split: Split = "train",
-    streaming: Streaming = False,
+    *,
+    corpus: InputSpec,
 ) -> None:
     """Recall of a cascade gate against LLM labels on a sample, and the share of LLM requests it saves.
 
@@ -268,8 +244,7 @@ def eval_gate(
     """
     from curate.pipelines.llm_tag import evaluate_gate
 
-    spec = input_spec(input, text_key, id_key, split, streaming)
-    report, missing = evaluate_gate(spec, labels, gate=gate, sample=sample, seed=seed)
+    report, missing = evaluate_gate(corpus, labels, gate=gate, sample=sample, seed=seed)
     pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"
     rows = [
         ("documents compared", f"{report.documents:,}"),
@@ -283,9 +258,9 @@ def eval_gate(
 
 
 @app.command("distill")
+@input_group(texts=True)
 def distill(
     labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v3 or tags/llm_v1).")],
-    texts: Annotated[str, typer.Option(help="The corpus those tags were made from (file, directory, glob or hf:NAME).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
     embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
     max_chunks: Annotated[int, typer.Option(help="Token windows embedded per long document, spread over it.", min=1)] = 8,
@@ -297,10 +272,8 @@ def distill(
     seed: Annotated[int, typer.Option(help="Seed of the train/validation/test split.")] = 0,
     limit: Annotated[int, typer.Option(help="Use at most this many labelled documents (-1: all).")] = -1,
     batch_size: Annotated[int, typer.Option(help="Text windows per embedding batch.", min=1)] = 64,
-    text_key: TextKey = "text",
-    id_key: IdKey = "id",
-    split: Split = "train",
-    streaming: Streaming = False,
+    *,
+    corpus: InputSpec,
 ) -> None:
     """Distil a classifier's labels into heads on sentence embeddings (`distilled_v1`), for tagging at corpus scale on CPU.
 
@@ -316,9 +289,8 @@ def distill(
     """
     from curate.pipelines.distill import train_distilled
 
-    spec = input_spec(texts, text_key, id_key, split, streaming)
     report = train_distilled(
-        labels, spec, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
+        labels, corpus, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
         min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
         head=head,
     )

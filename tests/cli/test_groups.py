@@ -10,16 +10,29 @@ import typer.main
 from typer.testing import CliRunner
 
 from curate.cli import app
-from curate.cli.groups import FLAGS, JUDGE_FLAGS, SAMPLING_FLAGS, SERVER_FLAGS, server_group
+from curate.cli.groups import (
+    FLAGS,
+    INPUT_FLAGS,
+    JUDGE_FLAGS,
+    SAMPLING_FLAGS,
+    SERVER_FLAGS,
+    cleaning_group,
+    input_group,
+    server_group,
+)
 from curate.cli.options import sampling_config
 from curate.handoff.passrate import SamplingOptions
+from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.llm.server import ServerOptions
+from curate.pipelines.readers import InputSpec
 
 
 def test_every_executor_option_has_a_flag():
     # env_command is derived from the running environment, not chosen by the user.
     assert set(FLAGS) | {"env_command"} == {f.name for f in fields(ExecutorOptions)}
+    # So does every InputSpec field but a hub dataset's config.
+    assert set(INPUT_FLAGS) | {"config"} == {f.name for f in fields(InputSpec)}
 
 
 def test_commands_that_run_tasks_show_the_executor_panel_and_validate_the_options(tmp_path):
@@ -73,3 +86,67 @@ def test_server_group_hands_one_config_and_the_judge_a_server_of_its_own():
     assert type(seen["judge"]) is ServerOptions
     assert CliRunner().invoke(local, [*argv, "--judge-model", "judge", "--judge-backend", "vllm"]).exit_code == 0
     assert (seen["judge"].backend, seen["judge"].endpoint_url, seen["judge"].concurrency) == ("vllm", None, 3)
+
+
+CLEANING_HELP = {  # what each builder judges, kept from the flags each command declared itself
+    "build": "from the built dataset.",
+    "multihop": "from the source problems before chaining.",
+    "priming": "(judged on the completion).",
+    "mcqa": "(judged on the question).",
+    "cpt": "from the candidates first.",
+}
+
+
+def test_the_builders_show_the_cleaning_panel_with_their_own_help_and_the_readers_the_input_panel():
+    group = typer.main.get_command(app)
+    cleans = [name for name, command in group.commands.items() if any("--dedup" in p.opts for p in command.params)]
+    assert set(cleans) == set(CLEANING_HELP)
+    for name, ending in CLEANING_HELP.items():
+        params = {p.name: p for p in group.commands[name].params}
+        assert {params[f].rich_help_panel for f in ("dedup", "decontam", "benchmarks_dir")} == {"Cleaning"}, name
+        assert params["dedup"].help.endswith(ending), name
+    reads = {"tag": "input", "tag-llm": "input", "build": "input", "eval-gate": "input", "cpt": "texts",
+             "distill": "texts"}
+    for name, path in reads.items():
+        params = {p.name: p for p in group.commands[name].params}
+        assert {params[f].rich_help_panel for f in (path, "text_key", "id_key", "split", "streaming")} == {"Input"}
+        assert params[path].required == (path == "texts"), name
+
+
+def test_cleaning_and_input_groups_hand_one_validated_config(tmp_path):
+    seen = {}
+    local = typer.Typer()
+
+    @local.command()
+    @cleaning_group(dedup="Dedup.", decontam="Decontam.")
+    @input_group
+    def read(limit: int = 1, *, cleaning: Cleaning, corpus: InputSpec) -> None:
+        seen.update(cleaning=cleaning, corpus=corpus)
+
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "body": "x"}\n')
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text('{"question": "What is 1 + 1?"}\n')
+    argv = ["--input", str(tmp_path / "*.jsonl"), "--text-key", "body", "--split", "test", "--dedup",
+            "--decontam", f"{bench}=question"]
+    result = CliRunner().invoke(local, argv)
+    assert result.exit_code == 0, result.output
+    assert seen["cleaning"] == Cleaning(dedup=True, decontam=f"{bench}=question")
+    assert seen["corpus"] == InputSpec(path=str(tmp_path / "*.jsonl"), text_key="body", split="test")
+    seen.clear()
+    assert CliRunner().invoke(local, []).exit_code == 0
+    assert seen["corpus"].path.endswith("sample_data/corpus/*.jsonl") and seen["cleaning"] == Cleaning()
+
+
+def test_a_bad_cleaning_option_fails_before_the_build_writes_anything(tmp_path):
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text('{"question": "What is 1 + 1?"}\n')
+    for options, message in ((["--decontam", "no_such_benchmark"], "no_such_benchmark"),
+                             (["--decontam", " , "], "names no benchmark"),
+                             (["--decontam", "gsm8k", "--benchmarks-dir", str(tmp_path / "nowhere")], "not a directory"),
+                             (["--benchmarks-dir", str(tmp_path)], "applies to --decontam only")):
+        result = CliRunner().invoke(app, ["build", "--behaviors", "backtracking", "--output", str(tmp_path / "ds"),
+                                          *options])
+        assert result.exit_code == 2 and message in result.output, options
+        assert not (tmp_path / "ds").exists()
+    # A file benchmark and the built-in names under --benchmarks-dir pass the same check the decontamination makes.
+    Cleaning(decontam=f"{bench}=question").validate()
