@@ -26,7 +26,7 @@ from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 
 from curate.behaviors import BEHAVIOR_NAMES
-from curate.classifiers.llm import default_chat_template_kwargs, parse_joint, read_prompt_files
+from curate.classifiers.llm import DocumentPrompt, default_chat_template_kwargs, parse_joint
 from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
@@ -74,25 +74,14 @@ class JudgeOptions(ServerOptions):
         return TRACE_TOKENS + self.max_tokens
 
 
-@dataclass(frozen=True)
-class JudgePrompt:
-    system: str
-    document: str
-    version: str
-
+class JudgePrompt(DocumentPrompt):
     @classmethod
     def load(cls, directory: Path = PROMPTS_DIR) -> JudgePrompt:
-        texts, version = read_prompt_files(directory)
-        return cls(texts["system"], texts["document"], version)
+        return cls.read(directory)
 
     def messages(self, think: str, numbers: list[int], target: int) -> list[dict]:
-        # Plain replacement, not str.format: a trace may hold braces.
-        user = (
-            self.document.replace("{numbers}", ", ".join(map(str, numbers)))
-            .replace("{target}", str(target))
-            .replace("{document}", think)
-        )
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+        # The numbers and target go in before the trace, so that a trace holding "{target}" stays as written.
+        return self.render(think, numbers=", ".join(map(str, numbers)), target=str(target))
 
 
 @dataclass

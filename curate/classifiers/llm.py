@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -68,7 +68,7 @@ class PromptSet:
     version: str
 
     @classmethod
-    def load(cls, directory: Path = PROMPTS_DIR) -> "PromptSet":
+    def load(cls, directory: Path = PROMPTS_DIR) -> PromptSet:
         texts, version = read_prompt_files(directory)
         questions = {key: texts[f"question_{key}"] for key in (*BEHAVIOR_NAMES, JOINT)}
         return cls(texts["system"], texts["document"], questions, version)
@@ -78,6 +78,37 @@ class PromptSet:
         question = self.questions[question_key]
         # instruction_first exists only so bench/prompt_economy.py can price the layout it replaces.
         user = f"{question}\n\n{block}" if instruction_first else f"{block}\n\n{question}"
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class DocumentPrompt:
+    """One versioned prompt folder (system, document and, where there is one, question): the judges' prompts.
+
+    Fields fill their {name} placeholders in the document block and the question, in the order given, before the
+    document goes in, and by plain replacement, not str.format: braces in a document or a field stay text."""
+
+    system: str
+    document: str
+    question: str | None
+    version: str
+
+    @classmethod
+    def read(cls, directory: Path):
+        return cls.from_texts(*read_prompt_files(directory))
+
+    @classmethod
+    def from_texts(cls, texts: dict[str, str], version: str):
+        return cls(texts["system"], texts["document"], texts.get("question"), version)
+
+    def render(self, document: str, **fields: str) -> list[dict]:
+        block, question = self.document, self.question
+        for name, value in fields.items():
+            block = block.replace("{" + name + "}", value)
+            question = question and question.replace("{" + name + "}", value)
+        block = block.replace("{document}", document)
+        # Document first, question after: a prefix cache shares the document between the questions asked of it.
+        user = f"{block}\n\n{question}" if question is not None else block
         return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
 
@@ -254,6 +285,32 @@ def json_objects(text: str):
                         continue
                 if isinstance(value, dict):
                     yield value
+
+
+FLAT_JSON = re.compile(r"\{[^{}]*\}", re.DOTALL)
+TRUE_WORDS, FALSE_WORDS = frozenset({"true", "yes", "1"}), frozenset({"false", "no", "0"})
+
+
+def flat_json_objects_last_first(text: str) -> Iterator[dict]:
+    """The flat {...} objects (no braces inside) of text that json.loads reads as objects, the last one first: a
+    judge's verdict is the last object it wrote, after any example or restatement in its prose. Unlike
+    json_objects, nothing is repaired."""
+    for candidate in reversed(FLAT_JSON.findall(text)):
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def read_flag(value: object, true_words=TRUE_WORDS, false_words=FALSE_WORDS) -> bool | None:
+    """A yes/no field of a judge's JSON: a boolean, or an int or string among the words; anything else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, str)) and str(value).strip().lower() in true_words | false_words:
+        return str(value).strip().lower() in true_words
+    return None
 
 
 def _as_count(value: object) -> int:

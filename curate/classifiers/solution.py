@@ -11,12 +11,11 @@ Two judges, one answer shape, {"contain_problem": bool, "contain_solution": bool
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from curate.classifiers.llm import read_prompt_files
+from curate.classifiers.llm import DocumentPrompt, flat_json_objects_last_first, read_flag
 
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "is_solution_v1"
 # v2 (read on 80 Stack Exchange texts, 40 kept and 40 rejected by v1: 9 of v1's 40 kept held a problem and its
@@ -84,34 +83,13 @@ def judge_by_cues(text: str) -> SolutionJudgement:
     return SolutionJudgement(True, solved, None if solved else "no_solution")
 
 
-@dataclass(frozen=True)
-class SolutionPrompt:
-    system: str
-    document: str
-    question: str
-    version: str
-
+class SolutionPrompt(DocumentPrompt):
     @classmethod
     def load(cls, directory: Path = PROMPTS_DIR) -> SolutionPrompt:
-        texts, version = read_prompt_files(directory)
-        return cls(texts["system"], texts["document"], texts["question"], version)
+        return cls.read(directory)
 
     def messages(self, document: str) -> list[dict]:
-        # Document first, question after: a prefix cache can share the document with the behavior questions.
-        user = f"{self.document.replace('{document}', document)}\n\n{self.question}"
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
-
-
-_JSON = re.compile(r"\{[^{}]*\}", re.DOTALL)
-_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
-
-
-def _flag(value) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, str)) and str(value).strip().lower() in _TRUE | _FALSE:
-        return str(value).strip().lower() in _TRUE
-    return None
+        return self.render(document)
 
 
 def parse_solution_answer(output: str | None) -> SolutionJudgement:
@@ -120,14 +98,8 @@ def parse_solution_answer(output: str | None) -> SolutionJudgement:
     if not output or not output.strip():
         return SolutionJudgement(None, None, "error: empty output")
     text = re.sub(r"<think>.*?</think>", "", output, flags=re.IGNORECASE | re.DOTALL)
-    for candidate in reversed(_JSON.findall(text)):
-        try:
-            answer = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(answer, dict):
-            continue
-        problem, solution = _flag(answer.get("contain_problem")), _flag(answer.get("contain_solution"))
+    for answer in flat_json_objects_last_first(text):
+        problem, solution = read_flag(answer.get("contain_problem")), read_flag(answer.get("contain_solution"))
         if problem is None or solution is None:
             continue
         reason = None if problem and solution else "no_problem" if not problem else "no_solution"

@@ -46,13 +46,13 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 
-from curate.classifiers.llm import read_prompt_files
+from curate.classifiers.llm import DocumentPrompt, flat_json_objects_last_first, read_flag, read_prompt_files
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.behavior_audit import run_stratified_audit
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.handoff.passrate import SamplingOptions, row_key, run_sampling
-from curate.handoff.verifier_audit import Pair, answer_type
+from curate.handoff.verifier_audit import Pair, answer_type, json_lines
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions
@@ -60,6 +60,7 @@ from curate.pipelines.steps import AtomicOutput
 from curate.rewards import get_reward
 from curate.rewards.equivalence import shared_checker
 from curate.rewards.extract import DEFAULT, boxed_contents
+from curate.rewards.registry import final_gold
 
 JUDGE_PROMPTS = Path(__file__).parent / "prompts" / "judge_v1"
 STRICT_VERSION = "strict-v1"
@@ -85,16 +86,11 @@ def _read_records(path: Path) -> list[dict]:
     if path.suffix == ".parquet":
         return pq.read_table(path).to_pylist()
     records = []
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise OnPolicyAuditError(f"{path}:{number} is not JSON ({error})") from None
-            if isinstance(record, dict):
-                records.append(record)
+    for number, _, record in json_lines(path):
+        if isinstance(record, json.JSONDecodeError):
+            raise OnPolicyAuditError(f"{path}:{number} is not JSON ({record})")
+        if isinstance(record, dict):
+            records.append(record)
     return records
 
 
@@ -203,23 +199,6 @@ def sample_responses(dataset: Path, output: Path, options: SamplingOptions, limi
 # --------------------------------------------------------------------------------------------- #
 # Judges
 # --------------------------------------------------------------------------------------------- #
-def final_gold(ground_truth) -> str | None:
-    """The gold answer of a plain or structured ground truth: a dict's answer, a list's last item (multihop)."""
-    if isinstance(ground_truth, str) and ground_truth.strip()[:1] in ("[", "{"):
-        try:
-            ground_truth = json.loads(ground_truth)
-        except json.JSONDecodeError:
-            pass
-    if isinstance(ground_truth, dict):
-        for key in ("final_answer", "answer", "target", "ground_truth"):
-            if ground_truth.get(key) is not None:
-                return str(ground_truth[key])
-        return None
-    if isinstance(ground_truth, list):
-        return str(ground_truth[-1]) if ground_truth else None
-    return None if ground_truth is None else str(ground_truth)
-
-
 def strict_verdict(text: str | None, gold, checker=None) -> dict:
     """{answer, verdict, reason}: the last `\\boxed{}` of the response against the gold (MathEquivalence.strict)."""
 
@@ -268,13 +247,7 @@ def strict_judge(records: list[dict], output: Path, threads: int = 4, progress: 
     return verdicts
 
 
-@dataclass(frozen=True)
-class JudgePrompt:
-    system: str
-    document: str
-    question: str
-    version: str
-
+class JudgePrompt(DocumentPrompt):
     @classmethod
     def load(cls, directory: Path = JUDGE_PROMPTS) -> JudgePrompt:
         texts, version = read_prompt_files(directory)
@@ -282,29 +255,18 @@ class JudgePrompt:
         if missing or "{gold}" not in texts["question"]:
             raise OnPolicyAuditError(f"{directory} needs system.txt, document.txt ({{document}}) and question.txt "
                                      f"({{problem}}, {{gold}}); missing: {', '.join(missing) or '{gold}'}")
-        return cls(texts["system"], texts["document"], texts["question"], version)
+        return cls.from_texts(texts, version)
 
     def messages(self, response: str, problem: str, gold: str) -> list[dict]:
-        # The response first, problem and reference after; plain replacement, so braces in any of them stay text.
-        question = self.question.replace("{problem}", problem or "").replace("{gold}", gold or "")
-        user = f"{self.document.replace('{document}', response)}\n\n{question}"
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+        # The response first, problem and reference after.
+        return self.render(response, problem=problem or "", gold=gold or "")
 
 
-_JSON = re.compile(r"\{[^{}]*\}", re.DOTALL)
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.IGNORECASE | re.DOTALL)
 _BARE = re.compile(r"^\W*(?:(?:verdict|answer|grade|judgement|judgment)\W+)?(correct|incorrect|true|false|yes|no)\W*$",
                    re.IGNORECASE)
 _TRUE = {"true", "yes", "correct", "1"}
 _FALSE = {"false", "no", "incorrect", "0"}
-
-
-def _flag(value) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, str)) and str(value).strip().lower() in _TRUE | _FALSE:
-        return str(value).strip().lower() in _TRUE
-    return None
 
 
 def parse_judge_verdict(output: str | None) -> tuple[bool | None, str | None]:
@@ -314,12 +276,8 @@ def parse_judge_verdict(output: str | None) -> tuple[bool | None, str | None]:
     if not output or not output.strip():
         return None, "empty output"
     text = _THINK.sub("", output)
-    for candidate in reversed(_JSON.findall(text)):
-        try:
-            answer = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(answer, dict) and (verdict := _flag(answer.get("correct"))) is not None:
+    for answer in flat_json_objects_last_first(text):
+        if (verdict := read_flag(answer.get("correct"), _TRUE, _FALSE)) is not None:
             return verdict, None
     lines = [line for line in text.strip().splitlines() if line.strip()]
     if lines and (match := _BARE.match(lines[-1].strip())):

@@ -16,6 +16,7 @@ import json
 import re
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -144,34 +145,44 @@ def answer_type(gold: object) -> str:
     return "expression"
 
 
-def read_pairs(path: str | Path) -> tuple[list[Pair], list[dict]]:
-    """Valid pairs and, for every line that is not one, its reason."""
-    pairs, rejects = [], []
-    seen: set[str] = set()
+def json_lines(path: str | Path) -> Iterator[tuple[int, str, object]]:
+    """(line number from 1, the line without its newline, its value) for every non-blank line of a JSON-lines file;
+    the value of a line that is not JSON is its json.JSONDecodeError, so that each reader decides whether such a
+    line is fatal or a reject."""
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as error:
-                rejects.append({"line": number, "reason": f"not JSON: {error}", "raw": line.rstrip("\n")})
-                continue
-            if not isinstance(record, dict):
-                rejects.append({"line": number, "reason": "not a JSON object", "raw": line.rstrip("\n")})
-                continue
-            missing = [k for k in ("gold", "candidate", "equivalent") if record.get(k) is None]
-            if missing or not isinstance(record["equivalent"], bool) or not isinstance(record["candidate"], str):
-                reason = f"missing {', '.join(missing)}" if missing else "equivalent must be true/false, candidate a string"
-                rejects.append({"line": number, "reason": reason, "raw": record})
-                continue
-            pair_id = str(record.get("id", f"line-{number}"))
-            if pair_id in seen:
-                rejects.append({"line": number, "reason": f"duplicate id {pair_id}", "raw": record})
-                continue
-            seen.add(pair_id)
-            pairs.append(Pair(pair_id, record["gold"], record["candidate"], record["equivalent"],
-                              record.get("type") or answer_type(record["gold"])))
+                value = error
+            yield number, line.rstrip("\n"), value
+
+
+def read_pairs(path: str | Path) -> tuple[list[Pair], list[dict]]:
+    """Valid pairs and, for every line that is not one, its reason."""
+    pairs, rejects = [], []
+    seen: set[str] = set()
+    for number, line, record in json_lines(path):
+        if isinstance(record, json.JSONDecodeError):
+            rejects.append({"line": number, "reason": f"not JSON: {record}", "raw": line})
+            continue
+        if not isinstance(record, dict):
+            rejects.append({"line": number, "reason": "not a JSON object", "raw": line})
+            continue
+        missing = [k for k in ("gold", "candidate", "equivalent") if record.get(k) is None]
+        if missing or not isinstance(record["equivalent"], bool) or not isinstance(record["candidate"], str):
+            reason = f"missing {', '.join(missing)}" if missing else "equivalent must be true/false, candidate a string"
+            rejects.append({"line": number, "reason": reason, "raw": record})
+            continue
+        pair_id = str(record.get("id", f"line-{number}"))
+        if pair_id in seen:
+            rejects.append({"line": number, "reason": f"duplicate id {pair_id}", "raw": record})
+            continue
+        seen.add(pair_id)
+        pairs.append(Pair(pair_id, record["gold"], record["candidate"], record["equivalent"],
+                          record.get("type") or answer_type(record["gold"])))
     return pairs, rejects
 
 
@@ -211,7 +222,6 @@ def write_verdicts(result: AuditResult, path: str | Path) -> Path:
     """One JSON line per pair: id, verdict (true/false/null), label, type, seconds; written whole."""
     path = Path(path)
     with atomic_path(path) as partial, open(partial, "w", encoding="utf-8") as out:
-        for v in result.verdicts:
-            out.write(json.dumps({"id": v.id, "verdict": v.verdict, "equivalent": v.equivalent, "type": v.type,
-                                  "seconds": round(v.seconds, 4)}, ensure_ascii=False) + "\n")
+        out.writelines(json.dumps({"id": v.id, "verdict": v.verdict, "equivalent": v.equivalent, "type": v.type,
+                                   "seconds": round(v.seconds, 4)}, ensure_ascii=False) + "\n" for v in result.verdicts)
     return path
