@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 
 from curate.rewards.equivalence import normalize_text, shared_checker
-from curate.rewards.extract import DEFAULT, boxed_contents
-from curate.rewards.registry import final_gold, register
+from curate.rewards.extract import boxed_contents
+from curate.rewards.registry import BOXED_INSTRUCTION, as_score, on_final_gold, register
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 _GOLD_NUMBER = re.compile(r"^\$?\s*(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s*\$?$")
@@ -32,27 +32,22 @@ def _number(text: str) -> float | None:
 @register(
     "curate/mathverify-plain",
     ability="math",
-    instruction="Put your final answer within \\boxed{}.",
+    instruction=BOXED_INSTRUCTION,
     description="baseline: math-verify's parse/verify on the whole response with the library's defaults",
 )
-def mathverify_plain_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = final_gold(ground_truth)
-    if gold is None or not gold.strip():
-        return None
-    verdict = shared_checker().plain(gold, solution_str or "")
-    return None if verdict is None else float(verdict)
+@on_final_gold
+def mathverify_plain_reward(solution_str, gold, extraction):
+    return as_score(shared_checker().plain(gold, solution_str or ""))
 
 
 @register(
     "curate/boxed-exact",
     ability="math",
-    instruction="Put your final answer within \\boxed{}.",
+    instruction=BOXED_INSTRUCTION,
     description="baseline: the last \\boxed{} equals the gold as normalized text",
 )
-def boxed_exact_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = final_gold(ground_truth)
-    if gold is None or not gold.strip():
-        return None
+@on_final_gold
+def boxed_exact_reward(solution_str, gold, extraction):
     boxes = boxed_contents(solution_str or "")
     if not boxes:
         return 0.0
@@ -65,9 +60,9 @@ def boxed_exact_reward(solution_str, ground_truth, extra_info=None, extraction=D
     instruction="End your response with the final number.",
     description="baseline: the last number in the response equals the numeric gold (None for a non-numeric gold)",
 )
-def last_number_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = final_gold(ground_truth)
-    match = _GOLD_NUMBER.match(normalize_text(gold)) if gold else None
+@on_final_gold
+def last_number_reward(solution_str, gold, extraction):
+    match = _GOLD_NUMBER.match(normalize_text(gold))
     target = _number(match.group(1)) if match else None
     if target is None:
         return None

@@ -64,8 +64,9 @@ def normalize_text(answer: str) -> str:
     return answer.rstrip(".")
 
 
-def _verify(gold: str, answer: str) -> bool | None:
-    """Runs in a worker: parse both sides as a boxed answer and compare as math objects."""
+def _verify_boxed(gold: str, answer: str, **comparison) -> bool | None:
+    """Both sides parsed as a boxed answer (LaTeX, then a plain expression), compared by math-verify's `verify` with
+    the comparison options given; None when the gold does not parse, False when the answer does not."""
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
     config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
@@ -75,8 +76,13 @@ def _verify(gold: str, answer: str) -> bool | None:
     parsed_answer = parse("\\boxed{" + answer + "}", extraction_config=config, parsing_timeout=None)
     if not parsed_answer:
         return False
+    return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None, **comparison))
+
+
+def _verify(gold: str, answer: str) -> bool | None:
+    """Runs in a worker: parse both sides as a boxed answer and compare as math objects."""
     # Relations against sets: "0 \le x < 3" answers "[0, 3)".
-    return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None, allow_set_relation_comp=True))
+    return _verify_boxed(gold, answer, allow_set_relation_comp=True)
 
 
 def _verify_plain(gold: str, response: str) -> bool | None:
@@ -97,16 +103,7 @@ def _verify_strict(gold: str, answer: str) -> bool | None:
     """The on-policy audit's reference judge: the answer (the response's last `\\boxed{}`) and the gold, each parsed
     as a boxed answer, compared by math-verify's own strict comparison; none of curate's normalization (text
     equality, units, relations against sets), so that it is not the reward under audit."""
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-
-    config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
-    parsed_gold = parse("\\boxed{" + gold + "}", extraction_config=config, parsing_timeout=None)
-    if not parsed_gold:
-        return None
-    parsed_answer = parse("\\boxed{" + answer + "}", extraction_config=config, parsing_timeout=None)
-    if not parsed_answer:
-        return False
-    return bool(verify(parsed_gold, parsed_answer, strict=True, timeout_seconds=None))
+    return _verify_boxed(gold, answer, strict=True)
 
 
 def parse_latex(latex: str) -> list:
@@ -154,7 +151,7 @@ def serve(stdin=sys.stdin, stdout=sys.stdout) -> None:
         gold, answer, *mode = json.loads(line)
         try:
             reply = ["ok", MODES[mode[0] if mode else "boxed"](gold, answer)]
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - whatever math-verify raises is this check's reply, not the worker's end
             reply = ["error", f"{type(error).__name__}: {error}"]
         stdout.write(json.dumps(reply) + "\n")
         stdout.flush()

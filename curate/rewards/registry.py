@@ -102,39 +102,43 @@ def final_gold(ground_truth: Any) -> str | None:
     return None if ground_truth is None else str(ground_truth)
 
 
-def answer_score(solution_str: str, gold: str | None, extraction: Extraction) -> float | None:
-    if gold is None or not str(gold).strip():
-        return None
-    answer = extract_answer(solution_str, extraction)
-    if answer is None:
-        return 0.0
-    verdict = shared_checker().equivalent(str(gold), answer)
+def on_final_gold(compare: Callable[[str, str, Extraction], float | None]) -> ScoreFunction:
+    """A reward from a comparison of the response with the ground truth's final gold answer (`final_gold`): a row
+    without a usable gold cannot be scored (None), whatever the comparison."""
+
+    def reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
+        gold = final_gold(ground_truth)
+        if gold is None or not gold.strip():
+            return None
+        return compare(solution_str, gold, extraction)
+
+    reward.__name__ = reward.__qualname__ = compare.__name__  # so that a traceback names the reward
+    return reward
+
+
+def as_score(verdict: bool | None) -> float | None:
+    """1.0 or 0.0 for an equivalence verdict; None where the check could not decide."""
     return None if verdict is None else float(verdict)
+
+
+BOXED_INSTRUCTION = "Put your final answer within \\boxed{}."
 
 
 @register(
     "curate/math",
     ability="math",
-    instruction="Put your final answer within \\boxed{}.",
+    instruction=BOXED_INSTRUCTION,
     marker="\\boxed",
     description="math-object equivalence of the final answer (math-verify: fractions, radicals, sets, intervals, "
     "equations, units and percentages normalized)",
 )
-def math_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    return answer_score(solution_str, final_gold(ground_truth), extraction)
-
-
 @register(
     "curate/mcqa_open",
     ability="math",
-    instruction="Put your final answer within \\boxed{}.",
+    instruction=BOXED_INSTRUCTION,
     marker="\\boxed",
     description="open answer converted from multiple choice: the correct option's content, compared as math or text",
 )
-def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    return answer_score(solution_str, final_gold(ground_truth), extraction)
-
-
 @register(
     "curate/multihop",
     ability="math",
@@ -143,8 +147,13 @@ def mcqa_open_reward(solution_str, ground_truth, extra_info=None, extraction=DEF
     description="final answer of the last hop (ground truth: a string, a list of hop answers, or "
     "{'final_answer' | 'answer': ...}), compared as math or text",
 )
-def multihop_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    return answer_score(solution_str, final_gold(ground_truth), extraction)
+@on_final_gold
+def final_answer_reward(solution_str, gold, extraction):
+    # One comparison for the three: what differs between them is the instruction and how the gold was built.
+    answer = extract_answer(solution_str, extraction)
+    if answer is None:
+        return 0.0
+    return as_score(shared_checker().equivalent(gold, answer))
 
 
 _LETTER = re.compile(r"^\(?\s*([A-Z])\s*\)?(?:[\s.:)\]]|$)")
@@ -167,9 +176,9 @@ def answer_letter(answer: str) -> str | None:
     marker="\\boxed",
     description="multiple choice: the chosen option letter equals the gold letter",
 )
-def mcqa_reward(solution_str, ground_truth, extra_info=None, extraction=DEFAULT):
-    gold = final_gold(ground_truth)
-    gold_letter = answer_letter(gold) if gold else None
+@on_final_gold
+def mcqa_reward(solution_str, gold, extraction):
+    gold_letter = answer_letter(gold)
     if gold_letter is None:
         return None
     answer = extract_answer(solution_str, extraction)
