@@ -34,6 +34,7 @@ from datatrove.utils.text import simplify_text
 
 from curate.data_cards.cards import reproduce_command
 from curate.errors import CurateError
+from curate.files import write_text_atomic
 from curate.pipelines.dedup import (
     ROW, STATE, RemovedWriter, first_record_keys, RowReader, RowWriter, count_rows, jsonl_glob, move_read_rejects, resolve_input,
     stage_output, write_jsonl_query, write_report,
@@ -219,9 +220,7 @@ def build_index(sources: list[BenchmarkSource], folder: Path, config: NGramsDeco
     np.save(folder / "hashes.npy", all_hashes[order])
     np.save(folder / "refs.npy", all_refs[order])
     (folder / "items.json").write_text(json.dumps(items))
-    partial = summary_path.with_name(summary_path.name + ".partial")
-    partial.write_text(json.dumps(summary.benchmarks))
-    partial.replace(summary_path)
+    write_text_atomic(summary_path, json.dumps(summary.benchmarks))
     return summary
 
 
@@ -381,7 +380,7 @@ def decontaminate(
                   "against": [s.location for s in sources]}
     result = DecontamResult(output=output, read=kept + sum(hits.values()), kept=kept, removed=sum(hits.values()),
                             unreadable=unreadable, hits=hits, index=summary, parameters=parameters)
-    (output / STATE / "decontam.json").write_text(json.dumps(
+    write_text_atomic(output / STATE / "decontam.json", json.dumps(
         {**parameters, "read": result.read, "kept": kept, "removed": result.removed, "hits": hits,
          "benchmarks": summary.benchmarks}, indent=2))
     root = benchmarks_dir or os.environ.get(BENCHMARKS_DIR_ENV)

@@ -39,6 +39,7 @@ from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
 from curate.data_cards.cards import reproduce_command, update_card_section, write_step_card
+from curate.files import atomic_path, replace_folder, write_text_atomic
 from curate.pipelines.executors import (
     ExecutorOptions,
     Stage,
@@ -170,13 +171,9 @@ class RemovedWriter(AtomicOutput, JsonlWriter):
 
 def stage_output(stage: Path, output: Path) -> None:
     """Replaces OUTPUT/data with the freshly written STAGE/data (the input may have been OUTPUT/data itself)."""
-    new, target = stage / "data", output / "data"
+    new = stage / "data"
     new.mkdir(parents=True, exist_ok=True)
-    old = stage / "data.old"
-    if target.exists():
-        target.rename(old)
-    new.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_folder(new, output / "data")
 
 
 def move_read_rejects(stage: Path, output: Path, prefix: str) -> int:
@@ -189,17 +186,14 @@ def move_read_rejects(stage: Path, output: Path, prefix: str) -> int:
     for path in sorted((stage / "rejects").glob("*.jsonl")):
         with path.open() as f:
             count += sum(1 for line in f if line.strip())
-        destination = output / "rejects" / f"{prefix}_unreadable_{path.name}"
-        partial = destination.with_name(destination.name + ".partial")
-        shutil.copyfile(path, partial)
-        partial.replace(destination)
+        with atomic_path(output / "rejects" / f"{prefix}_unreadable_{path.name}") as partial:
+            shutil.copyfile(path, partial)
     return count
 
 
 def write_jsonl_query(connection: duckdb.DuckDBPyConnection, query: str, destination: Path) -> None:
-    partial = destination.with_name(destination.name + ".partial")
-    connection.execute(f"COPY ({query}) TO '{_quote(partial)}' (FORMAT json)")
-    partial.replace(destination)
+    with atomic_path(destination) as partial:
+        connection.execute(f"COPY ({query}) TO '{_quote(partial)}' (FORMAT json)")
 
 
 def _quote(path: Path | str) -> str:
@@ -397,7 +391,7 @@ def dedup(
         exact_removed=counts["exact_duplicate"], near_removed=counts["near_duplicate"], unreadable=unreadable,
         threshold=threshold, parameters=parameters,
     )
-    (output / STATE / "dedup.json").write_text(json.dumps({**parameters, **_counts(result)}, indent=2))
+    write_text_atomic(output / STATE / "dedup.json", json.dumps({**parameters, **_counts(result)}, indent=2))
     command = reproduce_command("dedup", input, options=[("--output", output), ("--threshold", threshold),
                                                          ("--ngrams", n_grams), ("--text-key", spec.text_key),
                                                          ("--id-key", id_key)])
