@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -297,12 +298,10 @@ def priming(
         target = output / name if len(variants) > 1 else output
         # Each variant's folder is one dataset; the keys are the priming flow's, so either sees the other's as its own.
         what = {**vars(config), **cleaning.arguments()}
-        claim = claim_output(target, "priming", what, overwrite=overwrite)
-        if claim.up_to_date:
-            up_to_date(target)
+        result = write_once(target, "priming", what, partial(run_priming, config, target, **cleaning.arguments()),
+                            overwrite=overwrite)
+        if result is None:
             continue
-        result = run_priming(config, target, **cleaning.arguments())
-        claim.finish()
         splits = result.stats["splits"]
         accuracy = {s: f"{100 * v['answer_accuracy']:.0f} %" for s, v in splits.items()}
         rows.append((f"{name} ({answers})", f"{result.rows['train']:,} train / {result.rows['test']:,} test, "

@@ -16,11 +16,10 @@ from curate.cli.options import (
     SystemOption,
     Tasks,
     Workers,
-    claim_output,
     fail,
     sampling_config,
     summary,
-    up_to_date,
+    write_once,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
@@ -95,15 +94,12 @@ def export_dataset(
     from curate.handoff.export import output_identity, run_export
 
     what, inputs = output_identity(dataset, to, instruction, system)
-    claim = claim_output(output, "export", what, inputs=inputs, overwrite=overwrite)
-    if claim.up_to_date:
-        return up_to_date(output)
-    try:
-        result = run_export(dataset, to, output, instruction=instruction, system=system)
-    except Exception:
-        claim.abandon()  # a failed export into a new folder leaves nothing behind
-        raise
-    claim.finish()
+    # A failed export into a new folder leaves nothing behind (abandon).
+    result = write_once(output, "export", what, lambda: run_export(dataset, to, output, instruction=instruction,
+                                                                   system=system),
+                        inputs=inputs, overwrite=overwrite, abandon=True)
+    if result is None:
+        return
     rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.rejected.items()]
     rows += [("data", str(output / "data")), ("rejects", str(output / "rejects" / "export.jsonl"))]
@@ -374,13 +370,11 @@ def filter_passrate(
             "backend": server.backend, "endpoint_url": server.endpoint_url, "temperature": server.temperature,
             "top_p": server.top_p, "max_tokens": server.max_tokens, "instruction": instruction, "system": server.system,
             "server_arg": server_arg, "limit": limit}
-    claim = claim_output(output, "filter-passrate", what, inputs={"band": band}, overwrite=overwrite,
-                         keep=("rates", ".curate", "rejects"))
-    if claim.up_to_date:
-        return up_to_date(output)
-    result = run_passrate_filter(dataset, output, server, band=parse_band(band), limit=limit, tasks=tasks, workers=workers,
-                                 executor=runs_on)
-    claim.finish()
+    result = write_once(output, "filter-passrate", what, lambda: run_passrate_filter(
+        dataset, output, server, band=parse_band(band), limit=limit, tasks=tasks, workers=workers, executor=runs_on),
+        inputs={"band": band}, overwrite=overwrite, keep=("rates", ".curate", "rejects"))
+    if result is None:
+        return
     sampling = result.sampling
     rows = [(f"kept ({split})", f"{n:,}") for split, n in sorted(result.kept.items())]
     rows += [(f"dropped: {reason}", f"{n:,}") for reason, n in result.rejected.most_common()]
@@ -480,15 +474,11 @@ def handoff(
     from curate.handoff.kits import run_handoff
 
     what, inputs = output_identity(dataset, trainer, instruction, system)
-    claim = claim_output(output, "handoff", what, inputs=inputs, overwrite=overwrite)
-    if claim.up_to_date:
-        return up_to_date(output)
-    try:
-        result = run_handoff(dataset, trainer, output, instruction=instruction, system=system)
-    except Exception:
-        claim.abandon()
-        raise
-    claim.finish()
+    result = write_once(output, "handoff", what, lambda: run_handoff(dataset, trainer, output, instruction=instruction,
+                                                                     system=system),
+                        inputs=inputs, overwrite=overwrite, abandon=True)
+    if result is None:
+        return
     rows = [(f"{part} rows ({split})", f"{n:,}") for part, export in result.exports.items() for split, n in sorted(export.rows.items())]
     rows += [(f"reward {name}", f"{n:,} rows") for name, n in sorted(result.data_sources.items())]
     rows += [(f"skipped {part}", why) for part, why in result.skipped.items()]
