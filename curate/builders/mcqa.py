@@ -48,6 +48,7 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.errors import CurateError
+from curate.files import atomic_path, write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.state import files_signature
@@ -923,7 +924,6 @@ def run_mcqa(
         ("gold_letter", pa.string()), ("data_source", pa.string()), ("ability", pa.string()),
     ])
     data_path, rejects_path = output / "data" / "train-00000.parquet", output / "rejects" / "rejects.jsonl"
-    data_tmp, rejects_tmp = data_path.with_name(data_path.name + ".partial"), rejects_path.with_name(rejects_path.name + ".partial")
     by_source: dict[str, Counter] = defaultdict(Counter)
     by_reason: Counter = Counter()
     types: Counter = Counter()
@@ -939,33 +939,33 @@ def run_mcqa(
                 yield item
 
     rows: list[dict] = []
-    with pq.ParquetWriter(data_tmp, schema) as writer, rejects_tmp.open("w", encoding="utf-8") as rejects, Progress(
-        TextColumn("mcqa"), BarColumn(), MofNCompleteColumn(), TextColumn("kept {task.fields[kept]:,}"),
-        TimeElapsedColumn(), disable=not progress, transient=True,
-    ) as bar:
-        task = bar.add_task("convert", total=None, kept=0)
-        kept = 0
-        for result in _converted(items(), workers):
-            if isinstance(result, Converted):
-                rows.append(result.row())
-                kept += 1
-                by_source[result.source]["kept"] += 1
-                types[result.answer_type] += 1
-                if len(rows) >= batch_rows:
-                    writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                    rows.clear()
-            else:
-                rejects.write(json.dumps({"id": result.id, "source": result.source, "reason": result.reason}) + "\n")
-                by_source[result.source]["rejected"] += 1
-                by_source[result.source][reason_code(result.reason)] += 1
-                by_reason[reason_code(result.reason)] += 1
-            bar.update(task, advance=1, kept=kept)
-        if rows:
-            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-    if reformulate:
-        kept = _reformulate(data_tmp, rejects_tmp, reformulate, output, by_source, by_reason, types, progress)
-    data_tmp.replace(data_path)
-    rejects_tmp.replace(rejects_path)
+    # Both files are renamed once the conversion (and the reformulation) is done: the data first, then the rejects.
+    with atomic_path(rejects_path) as rejects_tmp, atomic_path(data_path) as data_tmp:
+        with pq.ParquetWriter(data_tmp, schema) as writer, rejects_tmp.open("w", encoding="utf-8") as rejects, Progress(
+            TextColumn("mcqa"), BarColumn(), MofNCompleteColumn(), TextColumn("kept {task.fields[kept]:,}"),
+            TimeElapsedColumn(), disable=not progress, transient=True,
+        ) as bar:
+            task = bar.add_task("convert", total=None, kept=0)
+            kept = 0
+            for result in _converted(items(), workers):
+                if isinstance(result, Converted):
+                    rows.append(result.row())
+                    kept += 1
+                    by_source[result.source]["kept"] += 1
+                    types[result.answer_type] += 1
+                    if len(rows) >= batch_rows:
+                        writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                        rows.clear()
+                else:
+                    rejects.write(json.dumps({"id": result.id, "source": result.source, "reason": result.reason}) + "\n")
+                    by_source[result.source]["rejected"] += 1
+                    by_source[result.source][reason_code(result.reason)] += 1
+                    by_reason[reason_code(result.reason)] += 1
+                bar.update(task, advance=1, kept=kept)
+            if rows:
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+        if reformulate:
+            kept = _reformulate(data_tmp, rejects_tmp, reformulate, output, by_source, by_reason, types, progress)
     result = McqaResult(output, kept, sum(by_reason.values()), {k: dict(v) for k, v in by_source.items()},
                         dict(by_reason.most_common()), dict(types.most_common()))
     parameters = {"inputs": inputs, "format": fmt, "limit": limit, "item_seconds": ITEM_SECONDS,
@@ -975,9 +975,7 @@ def run_mcqa(
     stats = {"kept": result.kept, "rejected": result.rejected, "by_source": result.by_source,
              "by_reason": result.by_reason, "answer_types": result.answer_types}
     for name, content in (("parameters.json", parameters), ("stats.json", stats)):
-        tmp = output / ".curate" / (name + ".partial")
-        tmp.write_text(json.dumps(content, indent=2))
-        tmp.replace(output / ".curate" / name)
+        write_text_atomic(output / ".curate" / name, json.dumps(content, indent=2))
     write_mcqa_card(output, result, parameters, dedup, decontam, benchmarks_dir)
     # After the card: each adds its own report section to it. Only the stem is checked for contamination: the
     # answers are short LaTeX objects ("\frac{3}{4}") that lie inside many unrelated benchmark solutions.
@@ -1019,9 +1017,8 @@ def _reformulate(data_tmp: Path, rejects_tmp: Path, options: dict, output: Path,
             types[row["answer_type"]] -= 1
     for kind in [k for k, v in types.items() if v <= 0]:
         del types[kind]
-    tmp = data_tmp.with_name(data_tmp.name + ".reformulated")
-    pq.write_table(pa.Table.from_pylist(kept, schema=schema), tmp)
-    tmp.replace(data_tmp)
+    # data_tmp is itself the unfinished file (read whole above): rewritten in place, renamed by the caller.
+    pq.write_table(pa.Table.from_pylist(kept, schema=schema), data_tmp)
     return len(kept)
 
 

@@ -60,6 +60,7 @@ from curate.data_cards.cards import (
     size_category,
     split_configs,
 )
+from curate.files import atomic_open, atomic_path, write_text_atomic
 from curate.pipelines.decontam import decontam_card_section, decontaminate
 from curate.pipelines.dedup import dedup as run_dedup
 from curate.pipelines.dedup import dedup_card_section
@@ -436,30 +437,9 @@ def reexecute(row: dict, sources: dict[str, SourceProblem]) -> str:
     return previous
 
 
-class _AtomicText:
-    """A text file written under a temporary name and renamed once complete."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.partial = path.with_name(path.name + ".partial")
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = self.partial.open("w", encoding="utf-8")
-        return self.file
-
-    def __exit__(self, exc_type, exc, tb):
-        self.file.close()
-        if exc_type is None:
-            self.partial.replace(self.path)
-        else:
-            self.partial.unlink(missing_ok=True)
-
-
 def _write_parquet(rows: list[dict], path: Path) -> None:
-    partial = path.with_name(path.name + ".partial")
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), partial)
-    partial.replace(path)
+    with atomic_path(path) as partial:
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), partial)
 
 
 def run_multihop(
@@ -492,14 +472,14 @@ def run_multihop(
     source_rejects: list[dict] = []
     problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, rejects=source_rejects,
                                    excluded=excluded)
-    with _AtomicText(output / "rejects" / "sources.jsonl") as f:
+    with atomic_open(output / "rejects" / "sources.jsonl") as f:
         for record in source_rejects:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     if not problems:
         raise ValueError(f"no usable source problem in {spec.path} ({dict(stats.source_rejects)})")
 
     builder = ChainBuilder(problems, seed=seed, max_ratio=max_ratio, tries_per_link=tries_per_link)
-    with _AtomicText(output / "rejects" / "links.jsonl") as links, _AtomicText(output / "rejects" / "chains.jsonl") as failed:
+    with atomic_open(output / "rejects" / "links.jsonl") as links, atomic_open(output / "rejects" / "chains.jsonl") as failed:
         chains = builder.build(n, hops, stats, links, failed, progress=progress)
 
     sets: dict[str, list[dict]] = {name: [] for name in SETS}
@@ -522,8 +502,8 @@ def run_multihop(
     stats.distinct_sources = len(uses)
     stats.max_source_uses = max(uses.values(), default=0)
 
-    (output / STATE / "parameters.json").write_text(json.dumps(parameters, indent=2))
-    (output / STATE / "stats.json").write_text(json.dumps(stats.to_dict(), indent=2))
+    write_text_atomic(output / STATE / "parameters.json", json.dumps(parameters, indent=2))
+    write_text_atomic(output / STATE / "stats.json", json.dumps(stats.to_dict(), indent=2))
     write_card(output, parameters, stats, sections)
     return MultihopResult(output=output, stats=stats, parameters=parameters)
 
