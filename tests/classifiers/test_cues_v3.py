@@ -8,25 +8,15 @@ and the blind set's adjudicated conventions (tests/blindset/GUIDE.md): a failure
 abandons the failed one, and a requirement such as "we need 22 from 11 and 2" is also the next intermediate goal.
 """
 
-import json
-from pathlib import Path
-
 import pytest
 
-from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
-
-TRACES = Path(__file__).with_name("countdown_traces.jsonl")
-V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
+from tests.support.cue_checks import B, C, S, V, assert_countdown_targets, present, read_traces
 
 
 @pytest.fixture(scope="module")
 def v3():
     return get_classifier("cues_v3")
-
-
-def present(labels):
-    return {b for b, n in labels.counts.items() if n}
 
 
 @pytest.mark.parametrize(
@@ -129,28 +119,6 @@ def test_v2_keeps_its_reading():
     assert present(get_classifier("cues_v2").classify(["That's too high."])[0]) == {V, B}
 
 
-def read_traces() -> list[dict]:
-    return [json.loads(line) for line in TRACES.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def f1(pairs: list[tuple[int, int]]) -> float:
-    tp = sum(g and p for g, p in pairs)
-    fp = sum(p and not g for g, p in pairs)
-    fn = sum(g and not p for g, p in pairs)
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
 def test_countdown_traces(v3):
-    traces = read_traces()
-    assert {t["style"] for t in traces} == {"rl_small", "strong", "near_miss"}
-    labels = v3.classify([t["text"] for t in traces])
-    per_behavior = {
-        b: f1([(t["labels"][b], int(bool(lab.counts[b]))) for t, lab in zip(traces, labels)]) for b in BEHAVIOR_NAMES
-    }
-    # The issue's Countdown targets (>= 0.85 macro, >= 0.75 each); these traces were written beside the cues, so this
-    # guards the families against regressions and says nothing about unseen traces.
-    assert min(per_behavior.values()) >= 0.75, per_behavior
-    assert sum(per_behavior.values()) / len(per_behavior) >= 0.85, per_behavior
-    for trace, lab in zip(traces, labels):
-        if trace["style"] == "near_miss":
-            assert present(lab) == set(), (trace["id"], present(lab))
+    assert {t["style"] for t in read_traces()} == {"rl_small", "strong", "near_miss"}
+    assert_countdown_targets(v3)

@@ -1,26 +1,16 @@
 """cues_v4's cue families and guards, in short sentences in each family's own words, plus the version rules: 'cues'
 still names cues_v3, v3 keeps its reading, the prefilter changes nothing, and the Countdown targets still hold."""
 
-import json
-from pathlib import Path
-
 import pytest
 
-from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
 from curate.classifiers.cues_v4 import CUES_V4, CueClassifierV4
-
-TRACES = Path(__file__).with_name("countdown_traces.jsonl")
-V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
+from tests.support.cue_checks import B, C, S, V, assert_countdown_targets, present
 
 
 @pytest.fixture(scope="module")
 def v4():
     return get_classifier("cues_v4")
-
-
-def present(labels):
-    return {b for b, n in labels.counts.items() if n}
 
 
 @pytest.mark.parametrize(
@@ -151,22 +141,6 @@ def test_prefilter_changes_nothing_on_headings():
     assert [lab.counts[S] for lab in plain] == [1, 2, 1, 0]
 
 
-def f1(pairs: list[tuple[int, int]]) -> float:
-    tp = sum(g and p for g, p in pairs)
-    fp = sum(p and not g for g, p in pairs)
-    fn = sum(g and not p for g, p in pairs)
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
 def test_countdown_traces(v4):
     """The issue's Countdown targets, as test_cues_v3 checks them for v3: v4's real-text changes keep them."""
-    traces = [json.loads(line) for line in TRACES.read_text(encoding="utf-8").splitlines() if line.strip()]
-    labels = v4.classify([t["text"] for t in traces])
-    per_behavior = {
-        b: f1([(t["labels"][b], int(bool(lab.counts[b]))) for t, lab in zip(traces, labels)]) for b in BEHAVIOR_NAMES
-    }
-    assert min(per_behavior.values()) >= 0.75, per_behavior
-    assert sum(per_behavior.values()) / len(per_behavior) >= 0.85, per_behavior
-    for trace, lab in zip(traces, labels):
-        if trace["style"] == "near_miss":
-            assert present(lab) == set(), (trace["id"], present(lab))
+    assert_countdown_targets(v4)

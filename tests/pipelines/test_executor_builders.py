@@ -18,31 +18,20 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from curate.cli import app
 from curate.builders.cpt import CPTSelection, run_cpt
+from curate.cli import app
 from curate.pipelines.decontam import decontaminate
 from curate.pipelines.dedup import dedup
 from curate.pipelines.executors import DRY_RUN_SUBMISSION, SLURM_SCRIPT, ExecutorOptions
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
-from tests.support.shared import HAS_RAY, HAS_SERVE
+from tests.support.shared import HAS_RAY, HAS_SERVE, SAMPLE, sample_records
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "curate" / "sample_data" / "corpus"
 DEDUP_STAGES = ("1_signatures", "2_buckets", "3_clusters", "4_filter")
 
 
 def sample_docs() -> list[dict]:
-    docs = []
-    for path in sorted(SAMPLE.glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("text"), str) and len(record["text"].split()) > 30:
-                docs.append({"id": record["id"], "text": record["text"]})
-    return docs
+    return [{"id": r["id"], "text": r["text"]} for r in sample_records() if len(r["text"].split()) > 30]
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

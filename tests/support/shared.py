@@ -54,17 +54,22 @@ HAS_SERVE = shutil.which("transformers", path=str(Path(sys.executable).parent)) 
 HAS_RAY = __import__("importlib").util.find_spec("ray") is not None
 
 
-def sample_texts() -> list[str]:
-    texts = []
+def sample_records() -> list[dict]:
+    """The sample corpus's JSON records that hold a text, in file order."""
+    records = []
     for path in sorted(SAMPLE.glob("*.jsonl")):
         for line in path.read_text().splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(record, dict) and isinstance(record.get("text"), str) and record["text"].strip():
-                texts.append(record["text"])
-    return texts
+            if isinstance(record, dict) and isinstance(record.get("text"), str):
+                records.append(record)
+    return records
+
+
+def sample_texts() -> list[str]:
+    return [r["text"] for r in sample_records() if r["text"].strip()]
 
 
 PASSRATE_ROWS = [
