@@ -3,6 +3,7 @@ audit-policy, handoff, publish."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,6 +27,18 @@ from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 if TYPE_CHECKING:  # imported when a command runs: both import datatrove
     from curate.handoff.passrate import SamplingOptions
     from curate.pipelines.llm.server import ServerOptions
+
+
+def export_once(command: str, run, dataset: Path, target: str, output: Path, instruction: str | None,
+                system: str | None, overwrite: bool):
+    """export and handoff: `run(dataset, target, output, ...)` writes a dataset for a trainer into OUTPUT, claimed
+    with the export's identity (the dataset's files, the target, the prompt options). None when it is up to date; a
+    failed write into a new folder leaves nothing behind (nothing there is worth resuming)."""
+    from curate.handoff.export import output_identity
+
+    what, inputs = output_identity(dataset, target, instruction, system)
+    write = partial(run, dataset, target, output, instruction=instruction, system=system)
+    return write_once(output, command, what, write, inputs=inputs, overwrite=overwrite, abandon=True)
 
 
 @app.command()
@@ -91,13 +104,9 @@ def export_dataset(
 
         curate export datasets/priming --to sft --output exports/priming-sft
     """
-    from curate.handoff.export import output_identity, run_export
+    from curate.handoff.export import run_export
 
-    what, inputs = output_identity(dataset, to, instruction, system)
-    # A failed export into a new folder leaves nothing behind (abandon).
-    result = write_once(output, "export", what, lambda: run_export(dataset, to, output, instruction=instruction,
-                                                                   system=system),
-                        inputs=inputs, overwrite=overwrite, abandon=True)
+    result = export_once("export", run_export, dataset, to, output, instruction, system, overwrite)
     if result is None:
         return
     rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
@@ -470,13 +479,9 @@ def handoff(
 
         curate handoff datasets/priming --trainer trl --output kits/priming && python kits/priming/train_sft.py --model Qwen/Qwen2.5-0.5B
     """
-    from curate.handoff.export import output_identity
     from curate.handoff.kits import run_handoff
 
-    what, inputs = output_identity(dataset, trainer, instruction, system)
-    result = write_once(output, "handoff", what, lambda: run_handoff(dataset, trainer, output, instruction=instruction,
-                                                                     system=system),
-                        inputs=inputs, overwrite=overwrite, abandon=True)
+    result = export_once("handoff", run_handoff, dataset, trainer, output, instruction, system, overwrite)
     if result is None:
         return
     rows = [(f"{part} rows ({split})", f"{n:,}") for part, export in result.exports.items() for split, n in sorted(export.rows.items())]
