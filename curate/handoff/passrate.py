@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -52,7 +51,7 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.errors import CurateError
-from curate.files import PARTIAL, write_text_atomic
+from curate.files import atomic_open, atomic_path, write_text_atomic
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
@@ -162,7 +161,7 @@ class PromptReader(PipelineStep):
         rejects_path = Path(self.rejects_folder) / f"prompts_{rank:05d}.jsonl"
         rejects_path.parent.mkdir(parents=True, exist_ok=True)
         emitted = 0
-        with open(rejects_path.with_name(rejects_path.name + PARTIAL), "w") as rejects:
+        with atomic_open(rejects_path) as rejects:
             for number, (split, path) in files:
                 source = pq.ParquetFile(path)
                 exporter = Exporter("trl", source.schema_arrow, self.instruction, self.system)
@@ -195,7 +194,6 @@ class PromptReader(PipelineStep):
                             # Round-trip through JSON: the checkpoint stores metadata as JSON.
                             "ground_truth": json.loads(json.dumps(prompt["solution"], default=str)),
                         })
-        os.replace(rejects_path.with_name(rejects_path.name + PARTIAL), rejects_path)
 
 
 class SampleMeter:
@@ -398,16 +396,23 @@ def select_by_pass_rate(dataset: str | Path, output: str | Path, band: tuple[flo
     rejects_path = output / "rejects" / "passrate.jsonl"
     rejects_path.parent.mkdir(parents=True, exist_ok=True)
     total = sum(pq.ParquetFile(f).metadata.num_rows for _, f in files)
-    with open(rejects_path.with_name(rejects_path.name + PARTIAL), "w") as rejects, \
-            Progress(disable=not progress, transient=True) as bar:
+    with atomic_open(rejects_path) as rejects, Progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(f"pass rate in ({band[0]:g}, {band[1]:g})", total=total)
         split_files: Counter = Counter()  # shard names count within a split (train-00000 is the first train file)
         for number, (split, path) in enumerate(files):
             source = pq.ParquetFile(path)
             schema = source.schema_arrow.append(pa.field("pass_rate", pa.float64())).append(pa.field("pass_samples", pa.int32()))
-            partial_path = output / "data" / f"{split}-{number:05d}.parquet{PARTIAL}"
+            # A file is written only where some row is kept: which ones is known from the rates before a row is read.
+            keeps = sum(1 for p in range(source.metadata.num_rows)
+                        if (entry := rates.get(row_key(number, p))) and band_reason(entry[0], band) is None)
             position, kept = 0, 0
-            with pq.ParquetWriter(partial_path, schema) as writer:
+            with ExitStack() as files_open:
+                if keeps:
+                    destination = output / "data" / f"{split}-{split_files[split]:05d}.parquet"
+                    split_files[split] += 1
+                    # Closed before atomic_path renames it (the stack unwinds in reverse).
+                    writer = files_open.enter_context(pq.ParquetWriter(files_open.enter_context(atomic_path(destination)),
+                                                                       schema))
                 for batch in source.iter_batches(batch_size=4096):
                     rows = []
                     for row in batch.to_pylist():
@@ -430,15 +435,9 @@ def select_by_pass_rate(dataset: str | Path, output: str | Path, band: tuple[flo
                         writer.write_table(pa.Table.from_pylist(rows, schema=schema))
                         kept += len(rows)
                     bar.advance(task, batch.num_rows)
-            if kept:
-                destination = output / "data" / f"{split}-{split_files[split]:05d}.parquet"
-                split_files[split] += 1
-                os.replace(partial_path, destination)
+            if keeps:
                 result.files.append(destination)
-            else:
-                partial_path.unlink()
             result.kept[split] += kept
-    os.replace(rejects_path.with_name(rejects_path.name + PARTIAL), rejects_path)
     prompt_rejects = sorted((output / "rejects" / "prompts").glob("prompts_*.jsonl"))
     for line in (l for p in prompt_rejects for l in p.read_text().splitlines() if l.strip()):
         result.rejected[f"not a prompt: {json.loads(line)['reason'].split(' (')[0]}"] += 1
