@@ -8,15 +8,25 @@ import matplotlib
 import numpy as np
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from curate.behaviors import BEHAVIOR_NAMES  # noqa: E402
+from curate.behaviors import BEHAVIOR_NAMES
+from curate.files import atomic_path
+
+
+def _save(figure, path: Path, dpi: int) -> Path:
+    """Writes the figure to PATH whole (the format named: a .partial name would hide it from matplotlib) and closes it."""
+    try:
+        with atomic_path(path) as partial:
+            figure.savefig(partial, dpi=dpi, format="png")
+    finally:
+        plt.close(figure)
+    return path
 
 
 def plot_prevalence(stats: list, path: str | Path) -> Path:
     """stats: BehaviorStats per classifier. Left: prevalence bars; right: co-occurrence heat map (first classifier)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig, (bars, heat) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.2, 1]})
     width = 0.8 / max(len(stats), 1)
     labels = [b.replace("_", "\n") for b in BEHAVIOR_NAMES]
@@ -43,17 +53,12 @@ def plot_prevalence(stats: list, path: str | Path) -> Path:
         heat.set_title(f"Co-occurrence (documents, {first.classifier})")
         fig.colorbar(image, ax=heat, shrink=0.8)
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".partial.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return _save(fig, path, dpi=120)
 
 
 def plot_length_histograms(lengths: dict[str, list[int]], path: str | Path, unit: str) -> Path:
     """One step histogram of log10 length per named set, so that two sets meant to match can be compared by eye."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure, axis = plt.subplots(figsize=(6, 3.5))
     for name, values in lengths.items():
         if values:
@@ -63,11 +68,7 @@ def plot_length_histograms(lengths: dict[str, list[int]], path: str | Path, unit
     if any(lengths.values()):
         axis.legend()
     figure.tight_layout()
-    tmp = path.with_name(path.stem + ".partial.png")
-    figure.savefig(tmp, dpi=100)
-    plt.close(figure)
-    tmp.replace(path)
-    return path
+    return _save(figure, path, dpi=100)
 
 
 def plot_behaviors_over_steps(steps: list[int], series: dict[str, dict[str, list]], accuracy: list, path: str | Path,
@@ -75,9 +76,8 @@ def plot_behaviors_over_steps(steps: list[int], series: dict[str, dict[str, list
     """The reference study's figure for a training run: per behavior, the share of responses showing it and its
     mean count per response, and the accuracy, against the training step (None: not measured at that step)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure, (share, mean, acc) = plt.subplots(1, 3, figsize=(14, 3.8))
-    as_float = lambda values: [np.nan if v is None else v for v in values]  # noqa: E731
+    as_float = lambda values: [np.nan if v is None else v for v in values]
     for behavior in BEHAVIOR_NAMES:
         share.plot(steps, [100 * v for v in as_float(series[behavior]["rate"])], marker="o", label=behavior)
         mean.plot(steps, as_float(series[behavior]["mean_count"]), marker="o", label=behavior)
@@ -93,8 +93,4 @@ def plot_behaviors_over_steps(steps: list[int], series: dict[str, dict[str, list
     if title:
         figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    tmp = path.with_name(path.stem + ".partial.png")
-    figure.savefig(tmp, dpi=110)
-    plt.close(figure)
-    tmp.replace(path)
-    return path
+    return _save(figure, path, dpi=110)
