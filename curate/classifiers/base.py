@@ -54,6 +54,7 @@ BUILTIN: dict[str, str] = {
     "cues_v2": "curate.classifiers.cues_v2",
     "cues_v3": "curate.classifiers.cues_v3",
     "cues_v4": "curate.classifiers.cues_v4",
+    "cues_v5": "curate.classifiers.cues_v5",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
