@@ -28,6 +28,7 @@ class BuildParameters(InputParameters):
     min_count: int = Field(1, ge=1)
     exclude_behaviors: str | None = None
     limit: int | None = Field(None, ge=1, description="Keep at most this many documents (seeded random sample).")
+    allow_partial: bool = Field(False, description="Build from tags whose tasks did not all finish (warns).")
     seed: int = 0
     license: str = "other"
     keep_columns: str | None = Field(None, description="Comma-separated source fields carried into the dataset "
@@ -69,7 +70,8 @@ def build_dataset(params: BuildParameters) -> dict:
                            classifier=params.classifier, tasks=params.tasks, workers=params.workers,
                            batch_size=params.batch_size, progress=False, license=params.license,
                            executor=params.executor.options(), keep_columns=params.kept_columns(),
-                           **params.cleaning.arguments())
+                           verify_inputs=params.verify_inputs, allow_partial=params.allow_partial,
+                           **params.cleaning.options().arguments())
     except JobSubmitted as submitted:
         return submission_summary(submitted)
     return {"output": str(result.output), "tags_dir": str(result.tags_dir), "selected": result.selected,
@@ -85,11 +87,12 @@ def build_flow(params: BuildParameters, overwrite: bool = False) -> dict:
     what = {"behaviors": params.behaviors, "input": params.input, "tags": params.tags, "classifier": params.classifier,
             "min_count": params.min_count, "exclude_behaviors": params.exclude_behaviors, "limit": params.limit,
             "seed": params.seed, "text_key": params.text_key, "id_key": params.id_key, "split": params.split,
-            "streaming": params.streaming, "license": params.license, **params.cleaning.arguments()}
+            "streaming": params.streaming, "license": params.license, **params.cleaning.options().arguments()}
     if params.kept_columns():
         what["keep_columns"] = params.kept_columns()
     tags_inside = params.tags is None or Path(params.tags).resolve() == (output / "tags").resolve()
-    claimed = claim(output, "build", what, inputs=file_fingerprints(params.spec()), overwrite=overwrite,
+    claimed = claim(output, "build", what, inputs=file_fingerprints(params.spec(), params.verify_inputs),
+                    overwrite=overwrite,
                     keep=("tags",) if tags_inside else ())
     # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).
     finished = (output / "README.md").is_file() and (output / "data").is_dir()

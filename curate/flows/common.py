@@ -9,17 +9,23 @@ it points at are gone.
 
 from __future__ import annotations
 
+import dataclasses
 import glob as globlib
 import hashlib
 import json
+import typing
+from collections.abc import Collection
 from functools import cache
 from pathlib import Path
+from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 import curate
 from curate.classifiers import UnknownClassifierError, resolve_name
-from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions
+from curate.errors import CurateError
+from curate.pipelines.cleaning import Cleaning
+from curate.pipelines.executors import ExecutorOptions
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import claim_output
 
@@ -32,46 +38,67 @@ def check_classifier(value: str) -> str:
         raise ValueError(str(error)) from None
     return value
 
-class ExecutorParameters(BaseModel):
-    """Where a flow's datatrove tasks run: the fields of `ExecutorOptions`, checked by its own `validate()`, so a
-    deployment can send a job to Slurm or Ray exactly as `curate ... --executor` does."""
+
+# A classifier parameter: a registered classifier's name ('cues' = the newest cues_vN, or a versioned name).
+Classifier = Annotated[str, AfterValidator(check_classifier)]
+
+
+def one_of(what: str, choices: Collection[str]) -> AfterValidator:
+    """A pydantic validator: the value (or None) must be one of `choices`; the error names them."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+        return value
+
+    return AfterValidator(check)
+
+
+class OptionsParameters(BaseModel):
+    """A flow parameter made from one of the options dataclasses the commands use (ExecutorOptions, Cleaning): the
+    same fields, checked by the dataclass's own `validate()`, so a flow refuses what its command refuses and a
+    deployment can ask for everything the command's options can. `options()` is the dataclass."""
 
     model_config = ConfigDict(extra="forbid")
-
-    kind: str = "local"
-    ray_address: str | None = None
-    cpus_per_task: int = Field(1, ge=1)
-    mem_per_cpu_gb: float = Field(2, gt=0)
-    gpus_per_task: int = Field(0, ge=0)
-    partition: str | None = None
-    time: str = "24:00:00"
-    qos: str | None = None
-    dry_run: bool = False
+    options_class: ClassVar[type]
 
     @model_validator(mode="after")
     def _valid(self):
         try:
             self.options().validate()
-        except ExecutorConfigError as error:
+        except CurateError as error:
             raise ValueError(str(error)) from None
         return self
 
     def options(self):
-        return ExecutorOptions(**self.model_dump())
+        return self.options_class(**self.model_dump())
 
 
-class CleaningParameters(BaseModel):
-    """A builder's optional clean-up of what it wrote: MinHash near-duplicate removal and n-gram decontamination
-    against named benchmarks (the --dedup / --decontam / --benchmarks-dir options of the commands)."""
+def parameters_model(options_class: type, doc: str, exclude: tuple[str, ...] = (), **constraints) -> type:
+    """The OptionsParameters model of `options_class`: its fields (but `exclude`), with their defaults or the
+    pydantic Field of `constraints` (bounds a command's option had: `--cpus-per-task` at least 1)."""
+    hints = typing.get_type_hints(options_class)
+    fields = {f.name: (hints[f.name], constraints.get(f.name, f.default))
+              for f in dataclasses.fields(options_class) if f.name not in exclude}
+    name = options_class.__name__.removesuffix("Options") + "Parameters"
+    model = create_model(name, __base__=OptionsParameters, __module__=__name__, __doc__=doc, **fields)
+    model.options_class = options_class
+    return model
 
-    model_config = ConfigDict(extra="forbid")
 
-    dedup: bool = False
-    decontam: str | None = Field(None, description="Comma-separated benchmarks (e.g. gsm8k,math500).")
-    benchmarks_dir: str | None = Field(None, description="Where the benchmark files are (default: built-in paths).")
+ExecutorParameters = parameters_model(
+    ExecutorOptions,
+    """Where a flow's datatrove tasks run: the fields of `ExecutorOptions`, so a deployment can send a job to Slurm
+    or Ray exactly as `curate ... --executor` does. env_command is derived from the worker's environment.""",
+    exclude=("env_command",), cpus_per_task=Field(1, ge=1), mem_per_cpu_gb=Field(2, gt=0), gpus_per_task=Field(0, ge=0),
+)
 
-    def arguments(self) -> dict:
-        return {"dedup": self.dedup, "decontam": self.decontam, "benchmarks_dir": self.benchmarks_dir}
+CleaningParameters = parameters_model(
+    Cleaning,
+    """A builder's optional clean-up of what it wrote (`Cleaning`): MinHash near-duplicate removal and n-gram
+    decontamination against benchmarks named as `curate decontam --against` takes them, read from benchmarks_dir
+    (default: $CURATE_BENCHMARKS_DIR); the benchmarks are checked before the run.""",
+)
 
 
 def claim(output: str | Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,
@@ -89,27 +116,11 @@ def submission_summary(submitted) -> dict:
             "scripts": [str(script) for script in submitted.scripts]}
 
 
-class InputParameters(BaseModel):
-    """A corpus: a file, a directory, a glob ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME'."""
+class CorpusParameters(BaseModel):
+    """Parameters that read a corpus, the InputSpec their `spec()` returns: a local one must name a file before
+    the run starts."""
 
     model_config = ConfigDict(extra="forbid")
-
-    input: str = Field(min_length=1)
-    text_key: str = "text"
-    id_key: str = "id"
-    split: str = "train"
-    config: str | None = None
-    streaming: bool = False
-    classifier: str = "cues"
-    tasks: int = Field(1, ge=1)
-    workers: int = Field(1, ge=1)
-    batch_size: int = Field(64, ge=1)
-    executor: ExecutorParameters = ExecutorParameters()
-
-    @field_validator("classifier")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        return check_classifier(value)
 
     @model_validator(mode="after")
     def _input_exists(self):
@@ -117,12 +128,29 @@ class InputParameters(BaseModel):
         return self
 
     @property
-    def resolved_classifier(self) -> str:
-        return resolve_name(self.classifier)[0]
+    def reads_remote(self) -> bool:
+        return self.spec().is_hub
+
+
+class InputParameters(CorpusParameters):
+    """A corpus: a file, a directory, a glob ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME'."""
+
+    input: str = Field(min_length=1)
+    text_key: str = "text"
+    id_key: str = "id"
+    split: str = "train"
+    config: str | None = None
+    streaming: bool = False
+    verify_inputs: bool = Field(False, description="Also compare input files by SHA-256, not only size and mtime.")
+    classifier: Classifier = "cues"
+    tasks: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1)
+    batch_size: int = Field(64, ge=1)
+    executor: ExecutorParameters = ExecutorParameters()
 
     @property
-    def reads_remote(self) -> bool:
-        return self.input.startswith("hf:")
+    def resolved_classifier(self) -> str:
+        return resolve_name(self.classifier)[0]
 
     def spec(self):
         return InputSpec(path=self.input, text_key=self.text_key, id_key=self.id_key, split=self.split,

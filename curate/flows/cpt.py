@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from prefect import flow, get_run_logger, task
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from curate.behaviors import parse_behavior_list
 from curate.builders.cpt import (
@@ -21,9 +21,10 @@ from curate.builders.cpt import (
     tag_files,
 )
 from curate.flows.common import (
+    CleaningParameters,
+    CorpusParameters,
     ExecutorParameters,
     cache_key,
-    check_input,
     claim,
     files_signature,
     spec_files_signature,
@@ -35,10 +36,8 @@ from curate.pipelines.state import folder_signature
 from curate.pipelines.tag import file_fingerprints
 
 
-class CPTParameters(BaseModel):
+class CPTParameters(CorpusParameters):
     """The options of `curate cpt`; `rewrite` holds RewriteOptions fields (model, backend, ...) or is None."""
-
-    model_config = ConfigDict(extra="forbid")
 
     tags: str = Field(min_length=1, description="One classifier's attribute shards, e.g. tags/cues_v3.")
     texts: str = Field(min_length=1, description="The corpus the tags were made from (file, folder, glob or hf:NAME).")
@@ -58,9 +57,8 @@ class CPTParameters(BaseModel):
     text_key: str = "text"
     id_key: str = "id"
     split: str = "train"
-    dedup: bool = False
-    decontam: str | None = None
-    benchmarks_dir: str | None = None
+    streaming: bool = False
+    cleaning: CleaningParameters = CleaningParameters()
     rewrite: dict | None = Field(None, description="RewriteOptions fields; an endpoint's key comes from the worker's "
                                                    "environment, never from here.")
     rewrite_oversample: float = Field(1.25, ge=1, description="With rewrite: source tokens rewritten first, as a "
@@ -105,7 +103,6 @@ class CPTParameters(BaseModel):
             raise ValueError("require_solution 'llm' and solution_judge (the judge's server) go together")
         self.solution_judge_options()
         tag_files(self.tags)  # CPTError when the folder holds no attribute shards
-        check_input(self.spec())
         return self
 
     def selection(self):
@@ -120,14 +117,15 @@ class CPTParameters(BaseModel):
         return SolutionJudgeOptions(**self.solution_judge) if self.solution_judge is not None else None
 
     def spec(self):
-        return InputSpec(path=self.texts, text_key=self.text_key, id_key=self.id_key, split=self.split)
+        return InputSpec(path=self.texts, text_key=self.text_key, id_key=self.id_key, split=self.split,
+                         streaming=self.streaming)
 
     @property
     def does_remote_io(self) -> bool:
         """A corpus or tokenizer fetched from the Hub, or rewrites by a remote endpoint."""
         hub_tokenizer = not Path(self.tokenizer).expanduser().is_dir()
         endpoint = "endpoint" in ((self.rewrite or {}).get("backend"), (self.solution_judge or {}).get("backend"))
-        return self.texts.startswith("hf:") or hub_tokenizer or endpoint
+        return self.reads_remote or hub_tokenizer or endpoint
 
 
 def _cpt_key(context, arguments: dict) -> str:
@@ -145,13 +143,12 @@ def build_cpt(params: CPTParameters) -> dict:
         result = run_cpt(params.tags, params.spec(), params.tokens, params.tokenizer, params.output, params.selection(),
                          tolerance=params.tolerance, length_bins=params.length_bins, domain_key=params.domain_key,
                          oversample=params.oversample, length_match=params.length_match,
-                         length_trim=params.length_trim, dedup=params.dedup, decontam=params.decontam,
-                         benchmarks_dir=params.benchmarks_dir, rewrite=params.rewrite_options(),
+                         length_trim=params.length_trim, rewrite=params.rewrite_options(),
                          pack_length=params.pack_length, pack_format=params.pack_format, export=params.export,
                          require_solution=params.require_solution, solution_judge=params.solution_judge_options(),
                          rewrite_oversample=params.rewrite_oversample,
                          tasks=params.tasks, workers=params.workers, progress=False, license=params.license,
-                         executor=params.executor.options())
+                         executor=params.executor.options(), **params.cleaning.options().arguments())
     except JobSubmitted as submitted:
         return submission_summary(submitted)
     output = Path(params.output)
@@ -165,8 +162,10 @@ def cpt_flow(params: CPTParameters, overwrite: bool = False) -> dict:
     """Matched enriched / minimized CPT corpora; a rerun on unchanged tags, corpus and options is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate cpt --overwrite`)."""
     output = Path(params.output)
-    # How the job runs (tasks, workers, executor) does not change what it writes.
-    what = params.model_dump(mode="json", exclude={"output", "tasks", "workers", "executor"})
+    # How the job runs (tasks, workers, executor) and reads the corpus (streaming) does not change what it writes;
+    # the cleaning options are flat keys, as this flow has always recorded them.
+    how = {"output", "tasks", "workers", "executor", "streaming", "cleaning"}
+    what = {**params.model_dump(mode="json", exclude=how), **params.cleaning.options().arguments()}
     claimed = claim(output, "cpt", what, overwrite=overwrite,
                     inputs={"tags": folder_signature(params.tags), "texts": file_fingerprints(params.spec())})
     # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).

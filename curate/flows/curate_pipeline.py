@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from prefect import flow
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from curate.flows.build import BuildParameters, build_flow
+from curate.flows.common import one_of
 from curate.flows.export import ExportParameters, export_flow
 from curate.flows.publish import PublishParameters, publish_flow
 from curate.flows.tag import TagParameters, tag_flow
@@ -16,20 +17,13 @@ from curate.handoff.export import TARGETS
 
 
 class PipelineParameters(BuildParameters):
-    export_to: str | None = Field(None, description="Export the dataset for a trainer (verl|trl|openrlhf|sft|cpt); omit to skip.")
+    export_to: Annotated[str | None, one_of("export target", TARGETS)] = Field(None, description="Export the dataset for a trainer (verl|trl|openrlhf|sft|cpt); omit to skip.")
     export_output: str | None = Field(None, description="Export directory (default: OUTPUT-<target>).")
     repo_id: str | None = Field(None, description="Publish to this Hub dataset repo (ORG/NAME); omit to skip.")
     publish: Literal["dataset", "export"] = Field("dataset", description="Which directory to publish.")
     private: bool = True
     dry_run: bool = False
     endpoint: str | None = None
-
-    @field_validator("export_to")
-    @classmethod
-    def _target(cls, value: str | None) -> str | None:
-        if value is not None and value not in TARGETS:
-            raise ValueError(f"unknown export target {value!r}; choose one of {', '.join(TARGETS)}")
-        return value
 
     @model_validator(mode="after")
     def _publishable(self):

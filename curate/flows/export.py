@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from prefect import flow, get_run_logger, task
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from curate.flows.common import cache_key, claim, files_signature
+from curate.flows.common import cache_key, claim, files_signature, one_of
 from curate.handoff.export import TARGETS, ExportError, input_files, output_identity, run_export
 
 
@@ -15,17 +16,10 @@ class ExportParameters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dataset: str = Field(min_length=1, description="Built dataset (DATASET/data/<split>-*.parquet) or parquet file/folder.")
-    to: str = Field(description="verl | trl | openrlhf | sft | cpt")
+    to: Annotated[str, one_of("target", TARGETS)] = Field(description="verl | trl | openrlhf | sft | cpt")
     output: str = Field(min_length=1, description="Export directory.")
     instruction: str | None = Field(None, description="Appended to every prompt; None: the reward's own instruction.")
     system: str | None = None
-
-    @field_validator("to")
-    @classmethod
-    def _target(cls, value: str) -> str:
-        if value not in TARGETS:
-            raise ValueError(f"unknown target {value!r}; choose one of {', '.join(TARGETS)}")
-        return value
 
     @model_validator(mode="after")
     def _paths(self):

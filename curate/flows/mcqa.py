@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from prefect import flow, get_run_logger, task
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curate.builders.llm_writers import LLMOptions
 from curate.builders.mcqa import FORMATS, input_files, output_identity, run_mcqa
-from curate.flows.common import CleaningParameters, cache_key, claim, files_signature
+from curate.flows.common import CleaningParameters, cache_key, claim, files_signature, one_of
 
 
 class McqaParameters(BaseModel):
@@ -17,7 +18,7 @@ class McqaParameters(BaseModel):
 
     inputs: list[str] = Field(min_length=1, description="Files, directories, globs or hf:NAME[:SPLIT].")
     output: str = Field(min_length=1, description="Dataset directory (data/, rejects/, README.md).")
-    format: str = "auto"
+    format: Annotated[str, one_of("format", FORMATS)] = "auto"
     workers: int = Field(1, ge=1, description="Processes checking answers with math-verify.")
     limit: int = Field(-1, ge=-1, description="Read at most this many records per input (-1: all).")
     cleaning: CleaningParameters = CleaningParameters()
@@ -34,13 +35,6 @@ class McqaParameters(BaseModel):
                 LLMOptions(**{"temperature": 0.0, **value}).validate()
             except TypeError as error:  # a field LLMOptions does not have
                 raise ValueError(f"reformulate: {error}") from None
-        return value
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str) -> str:
-        if value not in FORMATS:
-            raise ValueError(f"unknown format {value!r}; choose one of {', '.join(FORMATS)}")
         return value
 
     @field_validator("inputs")
@@ -71,7 +65,7 @@ def _mcqa_key(context, arguments: dict) -> str:
 def convert_mcqa(params: McqaParameters) -> dict:
     reformulate = {"temperature": 0.0, **params.reformulate} if params.reformulate else None
     result = run_mcqa(params.inputs, params.output, fmt=params.format, workers=params.workers, limit=params.limit,
-                      progress=False, reformulate=reformulate, **params.cleaning.arguments())
+                      progress=False, reformulate=reformulate, **params.cleaning.options().arguments())
     return {"output": str(result.output), "kept": result.kept, "rejected": result.rejected,
             "by_reason": result.by_reason, "answer_types": result.answer_types,
             "card": str(Path(params.output) / "README.md")}
@@ -84,7 +78,7 @@ def mcqa_flow(params: McqaParameters, overwrite: bool = False) -> dict:
     output = Path(params.output)
     reformulate = {"temperature": 0.0, **params.reformulate} if params.reformulate else None
     what, inputs = output_identity(params.inputs, params.format, params.limit, reformulate,
-                                   **params.cleaning.arguments())
+                                   **params.cleaning.options().arguments())
     claimed = claim(output, "mcqa", what, inputs=inputs, overwrite=overwrite)
     # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).
     finished = (output / "README.md").is_file() and (output / "data").is_dir()

@@ -5,24 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from curate.builders.multihop import parse_hop_range, run_multihop
-from curate.flows.common import (
-    CleaningParameters,
-    cache_key,
-    check_input,
-    claim,
-    spec_files_signature,
-)
+from curate.flows.common import CleaningParameters, CorpusParameters, cache_key, claim, spec_files_signature
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import file_fingerprints
 
 
-class MultihopParameters(BaseModel):
+class MultihopParameters(CorpusParameters):
     """The options of `curate multihop`: GSM8K-style problems with `<<a=b>>` annotations and '#### N'."""
-
-    model_config = ConfigDict(extra="forbid")
 
     input: str = Field(min_length=1, description="jsonl/parquet file, directory, glob, or 'hf:ORG/NAME'.")
     output: str = Field(min_length=1)
@@ -44,15 +36,6 @@ class MultihopParameters(BaseModel):
         parse_hop_range(value)
         return value
 
-    @model_validator(mode="after")
-    def _input_exists(self):
-        check_input(self.spec())
-        return self
-
-    @property
-    def reads_remote(self) -> bool:
-        return self.input.startswith("hf:")
-
     def spec(self):
         return InputSpec(path=self.input, text_key=self.question_key, id_key=self.id_key, split=self.split)
 
@@ -67,7 +50,7 @@ def build_multihop(params: MultihopParameters) -> dict:
     result = run_multihop(params.spec(), params.output, n=params.n, hops=parse_hop_range(params.hops), seed=params.seed,
                           max_ratio=params.max_ratio, tries_per_link=params.tries_per_link,
                           answer_key=params.answer_key, progress=False, license=params.license,
-                          **params.cleaning.arguments())
+                          **params.cleaning.options().arguments())
     stats = result.stats
     return {"output": str(result.output), "rows": dict(stats.rows), "acceptance_rate": stats.acceptance_rate,
             "hop_counts": {str(k): v for k, v in sorted(stats.hop_counts.items())},
@@ -80,7 +63,7 @@ def multihop_flow(params: MultihopParameters, overwrite: bool = False) -> dict:
     An output folder holding another dataset fails the run unless `overwrite` (as `curate multihop --overwrite`)."""
     output = Path(params.output)
     # `curate multihop`'s keys, so that either sees the other's dataset as its own.
-    what = {**params.model_dump(exclude={"output", "cleaning"}), **params.cleaning.arguments()}
+    what = {**params.model_dump(exclude={"output", "cleaning"}), **params.cleaning.options().arguments()}
     claimed = claim(output, "multihop", what, inputs=file_fingerprints(params.spec()), overwrite=overwrite)
     # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).
     finished = (output / "README.md").is_file() and (output / "data").is_dir()

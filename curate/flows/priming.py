@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curate.builders.priming import ALL_VARIANTS, PrimingConfig, apply_preset, run_priming
-from curate.flows.common import CleaningParameters, cache_key, check_classifier, claim
+from curate.flows.common import Classifier, CleaningParameters, cache_key, claim
 
 
 class PrimingParameters(BaseModel):
@@ -23,7 +23,7 @@ class PrimingParameters(BaseModel):
     test_n: int = Field(100, ge=0)
     seed: int = 0
     writer: str = "symbolic"
-    classifier: str = "cues"
+    classifier: Classifier = "cues"
     n_numbers: int | tuple[int, ...] = Field(4, description="Numbers per problem (2-6); several sizes mix, e.g. (3, 4).")
     number_range: tuple[int, int] = (1, 99)
     target_range: tuple[int, int] = (10, 100)
@@ -41,11 +41,6 @@ class PrimingParameters(BaseModel):
     judge: dict | None = Field(None, description="JudgeOptions fields (model, backend, endpoint_url, ...): an LLM judge "
                                                  "reads every written trace; the card reports its acceptance.")
     cleaning: CleaningParameters = CleaningParameters()
-
-    @field_validator("classifier")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        return check_classifier(value)
 
     @model_validator(mode="after")
     def _valid_configs(self):
@@ -85,7 +80,7 @@ def _priming_key(context, arguments: dict) -> str:
 @task(name="build-priming-set", cache_key_fn=_priming_key, persist_result=True)
 def build_priming_set(params: PrimingParameters, variant: str, output: str) -> dict:
     config = dict(params.configs())[output]
-    result = run_priming(config, output, progress=False, **params.cleaning.arguments())
+    result = run_priming(config, output, progress=False, **params.cleaning.options().arguments())
     return {"variant": variant, "output": output, "rows": dict(result.rows), "attempted": result.attempted,
             "acceptance_rate": result.acceptance_rate, "rejected": dict(result.rejected),
             "card": str(Path(output) / "README.md")}
@@ -99,7 +94,8 @@ def priming_flow(params: PrimingParameters, overwrite: bool = False) -> list[dic
     summaries = []
     for output, config in params.configs():
         # `curate priming`'s keys, so that either sees the other's dataset as its own.
-        claimed = claim(output, "priming", {**vars(config), **params.cleaning.arguments()}, overwrite=overwrite)
+        claimed = claim(output, "priming", {**vars(config), **params.cleaning.options().arguments()},
+                        overwrite=overwrite)
         finished = (Path(output) / "README.md").is_file() and (Path(output) / "data").is_dir()
         run = build_priming_set.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
                                              retry_delay_seconds=30)

@@ -27,7 +27,7 @@ def tag_corpus(params: TagParameters) -> dict:
     try:
         result = run_tagging(params.spec(), params.output, params.classifier, tasks=params.tasks,
                              workers=params.workers, batch_size=params.batch_size, progress=False, limit=params.limit,
-                             executor=params.executor.options())
+                             verify_inputs=params.verify_inputs, executor=params.executor.options())
     except JobSubmitted as submitted:
         return submission_summary(submitted)
     stats = behavior_stats(result.tags_dir)[0]

@@ -371,3 +371,8 @@ def test_flows_take_the_executor_and_cleaning_options_their_commands_take(corpus
                           "n": 5, "hops": "2-3", "cleaning": {"dedup": True}})
     report = json.loads((tmp_path / "mh" / ".curate" / "dedup.json").read_text())
     assert report["read"] >= 5
+    # A benchmark the decontamination cannot read fails the flow before it builds, as it fails the command.
+    with pytest.raises(ParameterTypeError, match="no_such_benchmark"):
+        multihop_flow(params={"input": str(shared_data / "gsm8k" / "test.jsonl"), "output": str(tmp_path / "bad"),
+                              "cleaning": {"decontam": "no_such_benchmark"}})
+    assert not (tmp_path / "bad").exists()
