@@ -6,70 +6,60 @@ import base64
 import hashlib
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
 
-class _HubHandler(BaseHTTPRequestHandler):
+from tests.support.http_standin import JsonHandler, StandInServer
+
+
+class _HubHandler(JsonHandler):
     server: StandInHub
-
-    def log_message(self, *args):
-        pass
-
-    def _reply(self, status: int, body) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _handle(self, method: str) -> None:
         hub = self.server
         path = self.path.split("?")[0]
         hub.requests.append((method, path))
         hub.authorizations.add(self.headers.get("Authorization", ""))
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = self.read_body()
         for suffix, statuses in hub.failures.items():
             if path.endswith(suffix) and statuses:
-                self._reply(statuses.pop(0), {"error": "stand-in failure"})
+                self.reply_json(statuses.pop(0), {"error": "stand-in failure"})
                 return
         if method == "POST" and path == "/api/repos/create":
             payload = json.loads(body)
             repo = f"{payload['organization']}/{payload['name']}"
             if repo in hub.repos:
-                self._reply(409, {"error": "You already created this dataset repo",
+                self.reply_json(409, {"error": "You already created this dataset repo",
                                   "url": f"{hub.endpoint}/datasets/{repo}"})
                 return
             hub.repos[repo] = {".gitattributes": b"*.parquet filter=lfs\n"}
             hub.private[repo] = payload.get("visibility") == "private" or bool(payload.get("private"))
-            self._reply(200, {"url": f"{hub.endpoint}/datasets/{repo}", "name": repo})
+            self.reply_json(200, {"url": f"{hub.endpoint}/datasets/{repo}", "name": repo})
             return
         if method == "POST" and path == "/api/validate-yaml":
             content = json.loads(body)["content"]
             try:
                 DatasetCard(content)
-            except Exception as error:
-                self._reply(400, {"errors": [{"message": str(error)}]})
+            except Exception as error:  # noqa: BLE001 - any card the hub's parser refuses is a 400, as on the hub
+                self.reply_json(400, {"errors": [{"message": str(error)}]})
                 return
-            self._reply(200, {"errors": [], "warnings": []})
+            self.reply_json(200, {"errors": [], "warnings": []})
             return
         match = re.match(r"^/api/datasets/([^/]+/[^/]+)/(tree|preupload|commit)/([^/]+)", path)
         if not match or match.group(1) not in hub.repos:
-            self._reply(404, {"error": "Repository not found"})
+            self.reply_json(404, {"error": "Repository not found"})
             return
         repo, action = match.group(1), match.group(2)
         files = hub.repos[repo]
         if action == "tree":
-            self._reply(200, [{"type": "file", "path": p, "size": len(c), "oid": hashlib.sha1(c).hexdigest()}
+            self.reply_json(200, [{"type": "file", "path": p, "size": len(c), "oid": hashlib.sha1(c).hexdigest()}
                               for p, c in files.items()])
         elif action == "preupload":
             listed = json.loads(body)["files"]
-            self._reply(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+            self.reply_json(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
                                         for f in listed]})
         else:
             for line in body.splitlines():
@@ -78,7 +68,7 @@ class _HubHandler(BaseHTTPRequestHandler):
                     files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
                 elif item["key"] == "deletedFile":
                     files.pop(item["value"]["path"], None)
-            self._reply(200, {"commitUrl": f"{hub.endpoint}/datasets/{repo}/commit/{'a' * 40}",
+            self.reply_json(200, {"commitUrl": f"{hub.endpoint}/datasets/{repo}/commit/{'a' * 40}",
                               "commitOid": "a" * 40})
 
     def do_GET(self):
@@ -91,29 +81,14 @@ class _HubHandler(BaseHTTPRequestHandler):
 TOKEN = "hf_test_secret_token_123"
 
 
-class StandInHub(ThreadingHTTPServer):
-    daemon_threads = True
-
+class StandInHub(StandInServer):
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), _HubHandler)
+        super().__init__(_HubHandler)
         self.repos: dict[str, dict[str, bytes]] = {}
         self.private: dict[str, bool] = {}
         self.requests: list[tuple[str, str]] = []
         self.failures: dict[str, list[int]] = {}  # path suffix -> status codes to answer first, in order
         self.authorizations: set[str] = set()
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.shutdown()
-        self.server_close()
 
 
 def make_dataset(directory: Path, rows: int = 30, size_categories=("n<1K",), configs=None, extra_yaml: dict | None = None,

@@ -15,12 +15,11 @@ It counts what it answered per outcome, so that a test can compare that with wha
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+
+from tests.support.http_standin import ChatHandler, ChatStandIn
 
 ENRICHED_SCALE, MINIMIZED_SCALE = 0.5, 1.3
 DOCUMENT = re.compile(r"<document>\n?(.*?)\n?</document>", re.DOTALL)
@@ -52,25 +51,22 @@ def rewrite(document: str, enriched: bool) -> tuple[str, str]:
                        f"<answer>{' '.join(words[-3:])}</answer>")
 
 
-class ScriptedServer:
+class ScriptedHandler(ChatHandler):
+    server: ScriptedServer
+
+    def do_POST(self) -> None:
+        request = self.read_request()
+        content = self.server.answer(request)
+        self.reply_chat(request, content, completion_tokens=len(content.split()))
+
+
+class ScriptedServer(ChatStandIn):
+    name = "scripted"
+
     def __init__(self, port: int = 0):
         self.lock = threading.Lock()
         self.outcomes: Counter[str] = Counter()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(ScriptedHandler, port)
 
     def answer(self, request: dict) -> str:
         user = request["messages"][-1]["content"]
@@ -83,37 +79,3 @@ class ScriptedServer:
         with self.lock:
             self.outcomes[outcome] += 1
         return text
-
-    def _handler(self):
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:  # /v1/models: health checks
-                self._json(200, {"object": "list", "data": [{"id": "scripted-model", "object": "model"}]})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                content = server.answer(request)
-                self._json(200, {
-                    "id": "chatcmpl-scripted", "object": "chat.completion", "model": request.get("model", "scripted"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": len(content.split()),
-                              "total_tokens": 10 + len(content.split())},
-                })
-
-            def _json(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
