@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curate.errors import CurateError
-from curate.handoff.verifier_audit import Pair, answer_type, read_pairs
+from curate.handoff.verifier_audit import Pair, answer_type, json_lines, read_pairs
 from curate.rewards.extract import DEFAULT, Extraction, extract_answer
 
 FORMATS = ("auto", "pairs", "table", "gsm8k", "skythought", "prm800k")
@@ -76,15 +76,10 @@ def _records(path: Path):
                 position += 1
                 yield position, record, None
         return
-    with open(path, encoding="utf-8") as lines:
-        for position, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                yield position, None, line.rstrip("\n")[:300]
-                continue
+    for position, line, record in json_lines(path):
+        if isinstance(record, json.JSONDecodeError):
+            yield position, None, line[:300]
+        else:
             yield position, record, None
 
 
