@@ -19,7 +19,16 @@ missed are written the way worked solutions and forum answers write them, not th
 * A hypothetical requirement: "the ratio would need to be the square root of 2", "this would require either a = 0 or
   c = 0". A verdict on effort ("that would require a lot of work") is not a requirement.
 * The goal replaced by an equivalent one: "to maximize the area, we maximize its square" (round 1's rule on equivalent
-  or sufficient goals).
+  or sufficient goals), and a goal reduced to another: "we can do that by finding the largest m" (also subgoal
+  setting).
+* Checks against the problem's conditions that v4 did not read: "which does not satisfy the second equation", "this
+  violates the condition that ...", "94.5, which is not an integer", "everything seems consistent". "The colorings
+  that satisfy the condition" describes a set and is not read.
+* One intermediate goal announced with its object: "First, let's consider the range of possible k values"; "First, I
+  need to understand what ... means", the opening of Sky-T1's traces, reads the problem and stays out.
+
+Backtracking is v4's: its false labels on round 2 ("Let me think differently" after a result that held) split the
+readers too, and no guard found there kept its true labels.
 """
 
 from __future__ import annotations
