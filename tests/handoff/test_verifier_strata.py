@@ -17,7 +17,7 @@ from curate.classifiers import get_classifier
 from curate.cli import app
 from curate.handoff.behavior_audit import Bootstrap, audit_report, plot_report, run_stratified_audit, stratified
 from curate.handoff.pair_sources import Columns, PairSourceError, read_pair_source
-from curate.handoff.verifier_audit import Pair
+from curate.handoff.verifier_audit import Pair, json_lines
 from curate.rewards import DEFAULT, get_reward, registered_rewards
 
 CHECK = "Adding the numbers gives {a} + 4 = {s}. Let me double-check: {s} - 4 = {a}, which matches. "
@@ -238,3 +238,13 @@ def test_command_writes_the_report_plot_and_rejects(tmp_path):
     assert "WARNING" in result.output  # boxed-exact misses 5 of 20 correct answers
     bad = CliRunner().invoke(app, ["audit-verifier", "--pairs", str(path), "--by-behavior", "nope"])
     assert bad.exit_code != 0 and "unknown classifier" in bad.output
+
+
+def test_json_lines_numbers_every_line_and_hands_a_bad_one_back(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text('{"a": 1}\n\n   \nnot json\n[2]\n"text"\n', encoding="utf-8")
+    read = list(json_lines(path))
+    assert [(number, line) for number, line, _ in read] == [(1, '{"a": 1}'), (4, "not json"), (5, "[2]"), (6, '"text"')]
+    values = [value for _, _, value in read]
+    assert values[0] == {"a": 1} and values[2:] == [[2], "text"]
+    assert isinstance(values[1], json.JSONDecodeError)
