@@ -59,6 +59,7 @@ def math_verify_directly(text: str | None, gold: str) -> bool:
     ("The answer is 4.", "4"),  # unmarked: the strict judge needs the box the prompt asked for
     ("\\boxed{(-2, 2)}", "(-2, 2)"),
     ("\\boxed{[-2, 2]}", "(-2, 2)"),
+    ("\\boxed{[-2, 5]}", "[-2, 5]"),  # an interval gold is an interval, as the rewards read it, not a list's last item
     ("\\boxed{\\pm 8}", "\\pm 8"),
     ("\\boxed{x = 4}", "4"),
 ])
