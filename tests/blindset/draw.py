@@ -50,6 +50,8 @@ ROUNDS = {  # seed, size factor of every pool, the folder of its items
     1: (SEED, 1.0, HERE),
     2: (20261202, 0.5, HERE / "round2"),
     3: (20261203, 0.5, HERE / "round3"),
+    # Not a labeled round: the pool the precision read draws classifier-positive texts from (tests/blindset/precision).
+    4: (20261204, 1.5, HERE / "precision"),
 }
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",
