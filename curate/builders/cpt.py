@@ -837,11 +837,12 @@ REWRITE_SCHEMA = pa.schema([
 
 
 @contextmanager
-def rewrite_context(prompts: RewritePrompts, tokenizer: str, max_doc_tokens: int, max_new_tokens: int, progress: bool):
-    bar = ProgressBar("rewrite", enabled=progress)
+def _document_job_context(step: str, tokenizer: str, max_doc_tokens: int, progress: bool, arguments: dict):
+    """What each rollout of a cpt LLM job receives besides the document: the job's own `arguments` (prompts,
+    output budget), the truncator to the document budget and the job's one progress bar, closed when the job ends."""
+    bar = ProgressBar(step, enabled=progress)
     try:
-        yield {"prompts": prompts, "truncator": Truncator(tokenizer, max_doc_tokens), "max_new_tokens": max_new_tokens,
-               "bar": bar}
+        yield {**arguments, "truncator": Truncator(tokenizer, max_doc_tokens), "bar": bar}
     finally:
         bar.close()
 
@@ -1064,21 +1065,23 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
     raw = stage / "raw"
     _run_llm_stage(stage, source, options, executor, tasks, workers, rollout_fn=rewrite_rollout,
                    writer=RewriteWriter(str(raw)), metadata_key=REWRITE_KEY, job_name="curate-cpt-rewrite", step="rewrite",
-                   shared_context=partial(rewrite_context, prompts, options.tokenizer or options.model,
-                                          options.max_doc_tokens, options.max_new_tokens, progress))
+                   arguments={"prompts": prompts, "max_new_tokens": options.max_new_tokens}, progress=progress)
     return sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
 
 
 def _run_llm_stage(stage: Path, source: Path, options: DocumentJobOptions, executor: ExecutorOptions, tasks: int, workers: int, *,
-                   rollout_fn, writer, shared_context, metadata_key: str, job_name: str, step: str) -> None:
+                   rollout_fn, writer, arguments: dict, metadata_key: str, job_name: str, step: str,
+                   progress: bool) -> None:
     """One LLM job of cpt (the rewrite, the is_solution judge) over the documents in `source`, into `stage`:
-    InferenceRunner on the shared server config, rejects split off, checkpoints and logs in the stage."""
+    InferenceRunner on the shared server config, rejects split off, checkpoints and logs in the stage; each rollout
+    gets `arguments` (see _document_job_context)."""
     runner = CurateInferenceRunner(
         rollout_fn=rollout_fn,
         config=inference_config(options, str(stage / "logs" / "server"), executor.gpus_per_task,
                                 context_tokens=options.context_tokens()),
         output_writer=writer,
-        shared_context=shared_context,
+        shared_context=partial(_document_job_context, step, options.tokenizer or options.model, options.max_doc_tokens,
+                               progress, arguments),
         checkpoints_local_dir=str(stage / "checkpoints"),
         records_per_chunk=options.records_per_chunk,
         metadata_key=metadata_key,
@@ -1304,17 +1307,6 @@ SOLUTION_SCHEMA = pa.schema([
 ])
 
 
-@contextmanager
-def solution_context(prompt: SolutionPrompt, tokenizer: str, max_doc_tokens: int, max_answer_tokens: int,
-                     progress: bool):
-    bar = ProgressBar("is_solution", enabled=progress)
-    try:
-        yield {"prompt": prompt, "truncator": Truncator(tokenizer, max_doc_tokens), "max_answer_tokens": max_answer_tokens,
-               "bar": bar}
-    finally:
-        bar.close()
-
-
 async def solution_rollout(document, generate, prompt: SolutionPrompt, truncator, max_answer_tokens: int, bar) -> dict:
     """One document, one request, always one verdict row: a failed request or an unreadable answer is a verdict with
     an `error: ...` reason (the document is then rejected as unjudged), never a crash or a guess."""
@@ -1365,9 +1357,8 @@ def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudg
     raw = stage / "raw"
     _run_llm_stage(stage, source, options, executor, tasks, workers, rollout_fn=solution_rollout,
                    writer=SolutionWriter(str(raw)), metadata_key=SOLUTION_KEY, job_name="curate-cpt-is-solution",
-                   step="is_solution",
-                   shared_context=partial(solution_context, prompt, options.tokenizer or options.model,
-                                          options.max_doc_tokens, options.max_answer_tokens, progress))
+                   step="is_solution", arguments={"prompt": prompt, "max_answer_tokens": options.max_answer_tokens},
+                   progress=progress)
     files = sorted(str(p) for p in raw.glob("verdicts_*.parquet"))
     rows = pq.read_table(files, schema=SOLUTION_SCHEMA).to_pylist() if files else []
     return {r["id"]: r for r in rows}, prompt.version
