@@ -25,7 +25,6 @@ import json
 import math
 import random
 import re
-import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -49,7 +48,14 @@ from curate.builders.priming_judge import (
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
 from curate.classifiers import get_classifier
 from curate.console import ProgressBar
-from curate.data_cards.cards import cleaning_options, load_snippet, render_card, save_card, size_category, split_configs
+from curate.data_cards.cards import (
+    load_snippet,
+    render_card,
+    reproduce_command,
+    save_card,
+    size_category,
+    split_configs,
+)
 from curate.errors import CurateError
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
@@ -596,34 +602,32 @@ FIELDS = [
 ]
 
 
-def reproduce_command(config: PrimingConfig, output: Path, dedup: bool, decontam: str | None,
-                      benchmarks_dir: str | Path | None) -> str:
-    command = ["curate", "priming", "--variant", config.variant, "--answers", config.answers, "--n", str(config.n),
-               "--test-n", str(config.test_n), "--seed", str(config.seed), "--writer", config.writer,
-               "--classifier", config.classifier, "--numbers", ",".join(map(str, config.sizes)),
-               "--number-range", f"{config.number_range[0]},{config.number_range[1]}",
-               "--target-range", f"{config.target_range[0]},{config.target_range[1]}",
-               "--max-dead-ends", str(config.max_dead_ends), "--output", str(output)]
-    if not config.integer_division:
-        command.append("--fractional-division")
-    if config.format_score:
-        command += ["--format-score", f"{config.format_score:g}"]
-    if config.tokenizer:
-        command += ["--tokenizer", config.tokenizer]
-    if config.variant == "placeholder_cot":
-        command += ["--placeholder-for", config.placeholder_for]
+def priming_command(config: PrimingConfig, output: Path, dedup: bool, decontam: str | None,
+                    benchmarks_dir: str | Path | None) -> str:
+    options = [
+        ("--variant", config.variant), ("--answers", config.answers), ("--n", config.n), ("--test-n", config.test_n),
+        ("--seed", config.seed), ("--writer", config.writer), ("--classifier", config.classifier),
+        ("--numbers", ",".join(map(str, config.sizes))),
+        ("--number-range", f"{config.number_range[0]},{config.number_range[1]}"),
+        ("--target-range", f"{config.target_range[0]},{config.target_range[1]}"),
+        ("--max-dead-ends", config.max_dead_ends), ("--output", output),
+        ("--fractional-division", not config.integer_division),
+        ("--format-score", f"{config.format_score:g}" if config.format_score else None),
+        ("--tokenizer", config.tokenizer or None),
+        ("--placeholder-for", config.placeholder_for if config.variant == "placeholder_cot" else None),
+    ]
     if config.writer == "llm":
         llm = config.llm or {}
-        command += ["--model", str(llm.get("model")), "--backend", str(llm.get("backend", "transformers"))]
-        command += ["--endpoint-url", llm["endpoint_url"]] if llm.get("endpoint_url") else []
-        command += ["--temperature", str(llm["temperature"])] if "temperature" in llm else []
-        command += ["--max-trace-tokens", str(llm["max_tokens"])] if "max_tokens" in llm else []
+        options += [("--model", str(llm.get("model"))), ("--backend", str(llm.get("backend", "transformers"))),
+                    ("--endpoint-url", llm.get("endpoint_url") or None),
+                    ("--temperature", str(llm["temperature"]) if "temperature" in llm else None),
+                    ("--max-trace-tokens", str(llm["max_tokens"]) if "max_tokens" in llm else None)]
     if config.judge is not None:
-        command += ["--judge-model", str(config.judge["model"])]
+        options.append(("--judge-model", str(config.judge["model"])))
         if config.writer != "llm":  # the writer's options above already name the shared server
-            command += ["--backend", str(config.judge.get("backend", "transformers"))]
-            command += ["--endpoint-url", config.judge["endpoint_url"]] if config.judge.get("endpoint_url") else []
-    return shlex.join(command + cleaning_options(dedup, decontam, benchmarks_dir))
+            options += [("--backend", str(config.judge.get("backend", "transformers"))),
+                        ("--endpoint-url", config.judge.get("endpoint_url") or None)]
+    return reproduce_command("priming", options=options, dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
 
 
 def judge_section(judge: dict, config: PrimingConfig) -> str:
@@ -720,7 +724,7 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                f"`format_score` {config.format_score:g} for the Countdown reward (the score of a well-formed wrong "
                "equation; TinyZero's runs use 0.1), and one prompt, the TinyZero completion prompt, for SFT and RL.",
         parameters=[(k, v) for k, v in vars(config).items()],
-        command=reproduce_command(config, output, dedup, decontam, benchmarks_dir),
+        command=priming_command(config, output, dedup, decontam, benchmarks_dir),
         sections=sections,
         fields=FIELDS,
         load=load_snippet(splits),
