@@ -19,7 +19,7 @@ PARTIAL = ".partial"  # the name of a file or folder still being written
 REPLACED = ".replaced"  # the name of a folder being swapped out, for the moment between the two renames
 
 
-def partial_path(path: str | Path) -> Path:
+def _partial(path: str | Path) -> Path:
     """Where PATH is written until it is whole."""
     path = Path(path)
     return path.with_name(path.name + PARTIAL)
@@ -31,7 +31,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = partial_path(path)
+    partial = _partial(path)
     try:
         yield partial
     except BaseException:
@@ -73,7 +73,7 @@ def replace_folder(new: str | Path, final: str | Path) -> Path:
 def atomic_folder(path: str | Path) -> Iterator[Path]:
     """Yields an empty PATH.partial folder to fill; it takes the place of PATH (replace_folder) when the block ends
     and is removed when the block raises, leaving the earlier PATH (or nothing) as it was."""
-    partial = partial_path(path)
+    partial = _partial(path)
     shutil.rmtree(partial, ignore_errors=True)  # what an interrupted run had begun
     partial.mkdir(parents=True)
     try:

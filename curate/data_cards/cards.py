@@ -73,11 +73,13 @@ def reproduce_command(command: str, *arguments: str | Path, options: Iterable[tu
     then the --dedup / --decontam options every builder shares. A value None or False leaves its flag out, True
     writes the flag alone, any other value is written as str(value) (the caller formats what str would not)."""
     words = ["curate", command, *map(str, arguments)]
-    for flag, value in options:
+    cleaning = [("--dedup", bool(dedup)), ("--decontam", decontam or None),
+                ("--benchmarks-dir", (benchmarks_dir or None) if decontam else None)]
+    for flag, value in [*options, *cleaning]:
         if value is None or value is False:
             continue
         words += [flag] if value is True else [flag, str(value)]
-    return shlex.join(words + cleaning_options(dedup, decontam, benchmarks_dir))
+    return shlex.join(words)
 
 
 def build_command(parameters: dict, output: str | Path, dedup: bool = False, decontam: str | None = None,
@@ -97,16 +99,6 @@ def build_command(parameters: dict, output: str | Path, dedup: bool = False, dec
         ("--limit", selection["limit"] or None), ("--license", license or None), ("--tags", tags_root),
         ("--keep-columns", ",".join(keep_columns) if keep_columns else None),
     ], dedup=dedup, decontam=decontam, benchmarks_dir=benchmarks_dir)
-
-
-def cleaning_options(dedup: bool, decontam: str | None, benchmarks_dir: str | Path | None) -> list[str]:
-    """The --dedup / --decontam options every builder shares, as they go on its command line."""
-    parts = ["--dedup"] if dedup else []
-    if decontam:
-        parts += ["--decontam", decontam]
-        if benchmarks_dir:
-            parts += ["--benchmarks-dir", str(benchmarks_dir)]
-    return parts
 
 
 # The Hub's size_categories values.
