@@ -39,7 +39,7 @@ from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
 from curate.data_cards.cards import reproduce_command, update_card_section, write_step_card
-from curate.files import atomic_path, replace_folder, write_text_atomic
+from curate.files import atomic_open, atomic_path, replace_folder, write_text_atomic
 from curate.pipelines.executors import (
     ExecutorOptions,
     Stage,
@@ -280,9 +280,7 @@ class RecordClusterKeepers(PipelineStep):
         self.output_folder = output_folder
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        folder = Path(self.output_folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        with (folder / f"keepers_{rank:05d}.jsonl").open("w") as out:
+        with atomic_open(Path(self.output_folder) / f"keepers_{rank:05d}.jsonl") as out:
             for document in data:
                 cluster = document.metadata.pop(CLUSTER, -1)
                 if cluster >= 0:
