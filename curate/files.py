@@ -60,6 +60,8 @@ def replace_folder(new: str | Path, final: str | Path) -> Path:
     the two. The old one is renamed aside and removed only once NEW has taken its name, so that FINAL is missing for
     no more than the instant between two renames (POSIX has no portable rename that swaps two folders)."""
     new, final = Path(new), Path(final)
+    if not new.is_dir():  # checked before FINAL is moved: nothing would take its place
+        raise FileNotFoundError(f"no folder {new} to put in place of {final}")
     aside = final.with_name(final.name + REPLACED)
     shutil.rmtree(aside, ignore_errors=True)  # an earlier swap cut short between its two renames
     if final.exists():

@@ -64,3 +64,12 @@ def test_replace_folder_recovers_from_a_swap_cut_short_and_fills_a_missing_place
     assert [p.name for p in final.iterdir()] == ["a.parquet"]
     assert not new.exists()
     assert [p.name for p in final.parent.iterdir()] == ["data"]
+
+
+def test_replace_folder_without_a_new_folder_leaves_the_old_one(tmp_path):
+    final = tmp_path / "data"
+    final.mkdir()
+    (final / "kept.parquet").write_text("old")
+    with pytest.raises(FileNotFoundError):
+        replace_folder(tmp_path / "missing", final)
+    assert [p.name for p in final.iterdir()] == ["kept.parquet"]
