@@ -31,7 +31,8 @@ def server(tmp_path_factory):
     storage = tmp_path_factory.mktemp("prefect-results")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PREFECT_RESULTS_LOCAL_STORAGE_PATH", str(storage))
-        with prefect_test_harness():
+        # A busy 2-core machine can take more than the default 30 s to start the temporary server.
+        with prefect_test_harness(server_startup_timeout=180):
             yield PREFECT_API_URL.value()
 
 
