@@ -25,6 +25,7 @@ import curate.classifiers.spacy_loader  # noqa: F401  (before spaCy: it keeps th
 
 # isort: on
 import spacy
+from spacy.attrs import LIKE_NUM, ORTH
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.pipeline import Sentencizer
@@ -32,7 +33,7 @@ from spacy.tokens import Doc, Span
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, register
-from curate.classifiers.prefilter import Prefilter
+from curate.classifiers.prefilter import Context, Prefilter
 from curate.schema import Evidence, Labels
 
 # spaCy refuses documents above nlp.max_length; long ones are cut at newlines into pieces of
@@ -43,6 +44,8 @@ CHUNK_CHARS = 100_000
 CONTEXT_CHARS = 300
 # How far `earlier` looks back from a match, across sentence ends.
 EARLIER_CHARS = 160
+# How far `before` and `unless_before` look back from a match inside its sentence.
+BEFORE_CHARS = 160
 
 # Words that may precede a sentence-initial cue ("Hmm, wait", "Oh no, wait", "So first, ...").
 OPENERS = {
@@ -276,6 +279,10 @@ CUES: tuple[Cue, ...] = (
     Cue(C, "our|my|the goal|aim|objective is to show|prove|get|make|reach"),
 )
 
+# The `?` cue counts where "*" or "**" is one of the next two tokens (_accept): in the raw text, a "*" after the "?"
+# past at most one whitespace stretch, one run and one space. The prefilter keeps only the "?" that have one.
+SUBQUESTION_NEXT = r"\?\s*\S*[ ]?\*"
+
 BACKTRACKING_WAIT_VERIFIES = re.compile(
     r"\b(check|verify|double-check|confirm|make sure|be sure|sanity)\b", re.IGNORECASE
 )
@@ -406,13 +413,9 @@ class CueClassifier(Classifier):
         self.name = name
         self.batch_size = batch_size
         self.nlp = _build_nlp()
-        # With `prefilter`, spaCy sees only the lines that can hold a cue (prefilter.py), each with the context its
-        # cues read beyond their sentence: `earlier` EARLIER_CHARS before the match, `later` CONTEXT_CHARS after the
-        # sentence. Off by default: the output is the same, but on real text it keeps most lines (~60 % of the
-        # bytes for cues_v1, ~90 % for cues_v3) and costs about what it saves (bench/tag_throughput.py).
-        self.prefilter = Prefilter(
-            (c.pattern, EARLIER_CHARS if c.earlier else 0, CONTEXT_CHARS if c.later else 0) for c in cues
-        ) if prefilter else None
+        # With `prefilter`, spaCy sees only the lines that hold a place where a cue's match may count (prefilter.py),
+        # each with the context its cues read beyond their sentence, and only matches at such places are counted.
+        self.prefilter = Prefilter(cues, self._prefilter_context()) if prefilter else None
         # Fixed phrases go to the PhraseMatcher (a trie, several times faster than token patterns);
         # only cues with numbers or wildcards need the Matcher.
         # One Matcher per pattern: an anchor says which pattern may start there, and running every pattern on every
@@ -426,6 +429,7 @@ class CueClassifier(Classifier):
         self.anchors = PhraseMatcher(self.nlp.vocab, attr="LOWER")
         self.fixed_after: dict[str, list[tuple[int, frozenset[int] | None]]] = {}  # see _fixed_after
         self.cues: dict[str, Cue] = {}
+        self.index: dict[str, int] = {}  # key -> the cue's place in the list, as the prefilter names cues
         self.then = {
             pattern: re.compile(pattern, re.IGNORECASE)
             for cue in cues
@@ -442,6 +446,7 @@ class CueClassifier(Classifier):
         for i, cue in enumerate(cues):
             key = f"{cue.behavior}:{i}"
             self.cues[key] = cue
+            self.index[key] = i
             words = cue.pattern.split()
             if any(w.removesuffix("?") in ("NUM", "*") for w in words):
                 matcher = Matcher(self.nlp.vocab)
@@ -453,6 +458,19 @@ class CueClassifier(Classifier):
                 self.fixed_after[key] = self._fixed_after(words[len(anchor) :])
             else:
                 self.phrases.add(key, [self._lowered(p) for p in spellings(words)])
+
+    def _prefilter_context(self) -> Context:
+        """What the prefilter must know of this engine's tokenizer, sentences and context rules."""
+        return Context(
+            pieces={text: [piece[ORTH] for piece in pieces] for text, pieces in self.nlp.tokenizer.rules.items()},
+            sentence_end_chars=SENTENCE_END_CHARS,
+            openers=OPENERS,
+            like_num=self.nlp.vocab.lex_attr_getters[LIKE_NUM],
+            earlier_chars=EARLIER_CHARS,
+            before_chars=BEFORE_CHARS,
+            later_chars=CONTEXT_CHARS,
+            necessary={"?": SUBQUESTION_NEXT},
+        )
 
     def _fixed_after(self, words: list[str]) -> list[tuple[int, frozenset[int] | None]]:
         """The words after a pattern's anchor that sit at a fixed offset from it in every match (up to the first
@@ -481,18 +499,28 @@ class CueClassifier(Classifier):
         return tuple(hashes[word] for word in phrase)
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
-        pieces = [
-            (t, offset + begin, chunk[begin:end])
-            for t, text in enumerate(texts)
-            for offset, chunk in _chunks(text)
-            for begin, end in (self.prefilter.regions(chunk) if self.prefilter else [(0, len(chunk))])
-        ]
+        # (text, offset of the piece in it, the piece, the places a match may count at as offsets into the text or
+        # None for all of them)
+        pieces: list[tuple[int, int, str, set[tuple[int, int]] | None]] = []
+        for t, text in enumerate(texts):
+            for offset, chunk in _chunks(text):
+                if self.prefilter is None:
+                    pieces.append((t, offset, chunk, None))
+                    continue
+                selection = self.prefilter.select(chunk)
+                allowed = None if selection.allowed is None else {(i, offset + at) for i, at in selection.allowed}
+                pieces.extend((t, offset + begin, chunk[begin:end], allowed) for begin, end in selection.regions)
         hits: list[dict[str, dict[int, tuple[int, int]]]] = [
             {b: {} for b in BEHAVIOR_NAMES} for _ in texts
         ]
-        docs = self.nlp.pipe((chunk for _, _, chunk in pieces), batch_size=self.batch_size)
-        for (t, offset, chunk), doc in zip(pieces, docs):
+        docs = self.nlp.pipe((chunk for _, _, chunk, _ in pieces), batch_size=self.batch_size)
+        for (t, offset, chunk, allowed), doc in zip(pieces, docs):
             matches = self._matches(doc)
+            if allowed is not None:
+                # A match the prefilter found no place for is one the whole text would not count: its line may be
+                # cut here, so its context in this piece is not the whole text's.
+                index, strings = self.index, self.nlp.vocab.strings
+                matches = [m for m in matches if (index[strings[m[0]]], offset + doc[m[1]].idx) in allowed]
             if not matches:
                 continue
             # Only a document with a match needs its sentences: most have none, and for a short one marking
@@ -565,6 +593,7 @@ class CueClassifier(Classifier):
         Works on token indices: slicing a Doc into a Span costs time proportional to the whole Doc."""
         following = [doc[i].text for i in range(end, min(end + 3, len(doc)))]
         if cue.pattern == "?":
+            # SUBQUESTION_NEXT is what this rule asks of the raw text, for the prefilter.
             return cue.behavior if any(t in ("**", "*") for t in following[:2]) else None
         if cue.sentence_start and not _starts_sentence(start, sent):
             return None
@@ -581,7 +610,7 @@ class CueClassifier(Classifier):
             return None
         if cue.before or cue.unless_before:
             # The last 160 characters are context enough, and keep the search short in a sentence-less trace.
-            prefix = sentence[max(0, doc[start].idx - sent.start_char - 160) : doc[start].idx - sent.start_char]
+            prefix = sentence[max(0, doc[start].idx - sent.start_char - BEFORE_CHARS) : doc[start].idx - sent.start_char]
             if cue.before and not self.before[cue.before].search(prefix):
                 return None
             if cue.unless_before and self.before[cue.unless_before].search(prefix):

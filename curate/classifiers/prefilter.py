@@ -1,28 +1,50 @@
-"""Which parts of a text can hold a cue, found in one regex pass, so that spaCy tokenizes only those.
+"""Which cue matches a text can hold, found on the raw text, so that spaCy tokenizes only the lines that hold one.
 
-Most lines of a corpus hold no cue, yet tokenizing them was most of the tagging time. Every match of a cue pattern
-contains, for each of its required words (not optional, not `NUM` or `*`), a token whose lower-cased text is one of
-that word's alternatives; so a line whose lower-cased text contains none of the chosen alternatives as a substring
-cannot hold a match of that cue. One word per pattern is chosen (the rarest-looking), all of them go into one regex
-built as a trie, and a line is kept when the regex finds something in it. Substrings, not whole words: spaCy's token
-boundaries do not always fall on regex word boundaries ("cannot" is "can" + "not"), and a false keep only costs time.
+Most lines of a corpus hold no cue that the engine would count, yet tokenizing them was most of the tagging time. For
+each cue the prefilter derives, from the cue alone, conditions that every match the engine counts must meet, checks
+them on the raw text and names the places that meet them all; the engine then tokenizes only the lines holding such
+a place (with the context its rules read) and counts only matches that start at one (`Selection.allowed`).
 
-The unit is the line, because a line start is a sentence start that needs no tokenizer to find: the engine opens a
-sentence at the first token after every line break (`cues.mark_sentences`), and spaCy tokenizes each whitespace-
-delimited run on its own. A region that begins at the start of a run and ends at the end of one therefore gets the
-same tokens as the whole text, and a kept line inside it the same sentences, as long as the region also holds the
-line break before it (or begins at that line). Around each kept line a region adds the context the rules read: at
-least `before` characters before the line, and after it `after` characters and three whole runs (the "next three
-words" rules). Regions that touch are merged, so no kept line is ever cut by a neighbour's margin.
+The conditions are necessary, never sufficient; each follows from how spaCy's tokenizer and the engine work:
+
+* **The whole token sequence.** Consecutive tokens of a match are separated by nothing or by one space (spaCy keeps a
+  single trailing space on a token; any other whitespace is a token of its own, which no pattern word matches), and a
+  token's lower-cased text is one of its word's alternatives (`NUM` and `*` are any non-space run). So the lower-cased
+  text holds the pattern as one regular expression: each word's alternatives, `[ ]?` between words.
+* **Token edges.** spaCy splits a letter from a letter, or a letter from a following digit, only inside a tokenizer
+  exception ("cannot" is "can" + "not"; the pieces are read from the tokenizer's own rules); elsewhere it splits at
+  spaces, punctuation, symbols and units after digits. So a word that starts with a letter or digit has no letter
+  right before it, and one that ends with one has no letter or digit right after it, unless the word is such a piece.
+* **Context the cue requires.** `earlier` reads a fixed stretch before the match: checked exactly. `before` and
+  `sentence_start` read the sentence before the match, `then` the sentence after it, `later` the text after the
+  sentence: sentence bounds are not known without the tokenizer, so each is checked at every place the sentence could
+  start or end (a line start, or the first places after a sentence-final character, up to the first letter or digit)
+  and passes if it holds at one. Rules that reject a match (`unless_*`, `not_in_*`) are not checked: skipping them
+  keeps more, never less. A rule whose regular expression looks behind itself is not checked either.
+
+The unit handed to spaCy is the line, because a line start is a sentence start that needs no tokenizer to find: the
+engine opens a sentence at the first token after every line break (`cues.mark_sentences`), and spaCy tokenizes each
+whitespace-delimited run on its own. A region that begins at the start of a run and ends at the end of one therefore
+gets the same tokens as the whole text, and a kept line inside it the same sentences, as long as the region also
+holds the line break before it (or begins at that line). Around each kept line a region adds the context the rules
+read: at least `earlier_chars` before the line where a cue reads `earlier`, and after it three whole runs (the "next
+three words" rules) and `later_chars` where a cue reads `later`. Regions that touch are merged, so no kept line is
+ever cut by a neighbour's margin. A match in a region that does not start at an allowed place is one the whole text
+would not count either, and the engine skips it: its line may be cut, so its context in the region is not the whole
+text's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Protocol
 
 # How often a word is guessed to occur, to pick the word a cue is looked up by: common words and short strings are
-# in almost every line. Only the choice of that word uses this; which lines are kept does not depend on it.
+# in almost every line. Only the choice of that word uses this; which places are kept does not depend on it.
 COMMON = frozenset((
     "a", "an", "the", "i", "we", "you", "he", "she", "it", "they", "me", "us", "my", "our", "your", "its", "this",
     "that", "these", "those", "there", "here", "which", "what", "who", "how", "is", "are", "was", "were", "be",
@@ -35,9 +57,52 @@ COMMON = frozenset((
     "*", "**", "=", "+", "/", "x",
 ))
 
+# No letter right before a word (digits may be: spaCy splits units off a number), no letter or digit right after it.
+_NO_LETTER = r"[^\W\d_]"
+_NO_LETTER_OR_DIGIT_AFTER = r"(?![^\W_])"
+_ALNUM = re.compile(r"[^\W_]")
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+# A whitespace run holding a line break: the first character after it opens a sentence.
+_LINE_BREAK = re.compile(r"\s*\n\s*")
+# Three whitespace-delimited runs: at least three tokens, the most any rule reads after a match.
+_THREE_RUNS = re.compile(r"\S+(?:\s+\S+){0,2}")
+_RUN_REST = re.compile(r"\s*\S*")
+_SPACE = re.compile(r"\s")
 
-def _alternatives(word: str) -> frozenset[str]:
-    """A pattern word's alternatives as lower-cased token texts, with both apostrophes (as the engine matches them)."""
+
+class CueLike(Protocol):
+    """What the prefilter reads of a cue (curate.classifiers.cues.Cue)."""
+
+    pattern: str
+    sentence_start: bool
+    then: str | None
+    before: str | None
+    earlier: str | None
+    later: str | None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the engine reads around a match, and how spaCy's tokenizer and the engine find tokens and sentences.
+
+    pieces: each tokenizer exception's text -> the texts of its tokens; sentence_end_chars: the characters after which
+    the engine opens a sentence; openers, like_num: what may stand before a `sentence_start` cue in its sentence;
+    earlier_chars, before_chars, later_chars: how far `earlier`, `before` and `later` read; necessary: for a pattern
+    the engine gives a rule of its own, a regular expression every counted match of it meets at its start."""
+
+    pieces: Mapping[str, Sequence[str]]
+    sentence_end_chars: Iterable[str]
+    openers: Iterable[str]
+    like_num: Callable[[str], bool]
+    earlier_chars: int
+    before_chars: int
+    later_chars: int
+    necessary: Mapping[str, str]
+
+
+def _alternatives(word: str) -> list[str]:
+    """A pattern word's alternatives as lower-cased token texts, with both apostrophes (as the engine matches them),
+    longest first so that the regular expression tries a word before its prefixes."""
     word = word[:-1] if word.endswith("?") and len(word) > 1 else word
     out = set()
     for alt in word.split("|"):
@@ -45,26 +110,34 @@ def _alternatives(word: str) -> frozenset[str]:
         out.add(alt)
         if "'" in alt:
             out.add(alt.replace("'", "’"))
-    return frozenset(out)
+    return sorted(out, key=lambda a: (-len(a), a))
 
 
-def _cost(alternatives: frozenset[str]) -> float:
-    return sum(100.0 if a in COMMON else 10.0 if len(a) <= 2 else 1.0 / len(a) for a in alternatives)
+# The commonest of them, in nearly every sentence.
+COMMONEST = frozenset((
+    "the", "to", "of", "and", "a", "in", "is", "it", "that", "i", "we", "for", "this", "be", "on", "as", "with",
+    "by", "are", "so", "if", "not", "can", "or", "at", "from", "then", "let", "=", ",", ".", "-", "(", ")", "+", "*",
+    "/", "x", ":",
+))
 
 
-def required_slots(pattern: str) -> list[frozenset[str]]:
-    """For each word of the pattern that every match holds (not optional, not `NUM` or `*`), its alternatives; a
-    word with a one-letter alphanumeric alternative ("i|we", "a|an") is left out: nearly every line holds one, and
-    looking for it would cost more than it saves. Sorted rarest first."""
-    slots = []
-    for word in pattern.split():
-        if (word.endswith("?") and len(word) > 1) or word in ("NUM", "*"):
-            continue
-        alternatives = _alternatives(word)
-        if any(len(a) == 1 and a.isalnum() for a in alternatives):
-            continue
-        slots.append(alternatives)
-    return sorted(slots, key=_cost)
+def _cost(alternatives: Iterable[str]) -> float:
+    return sum(
+        1000.0 if a in COMMONEST else 100.0 if a in COMMON else 10.0 if len(a) <= 2 else 1.0 / len(a)
+        for a in alternatives
+    )
+
+
+def _is_optional(word: str) -> bool:
+    return word.endswith("?") and len(word) > 1
+
+
+def required_slots(pattern: str) -> list[list[str]]:
+    """For each word of the pattern that every match holds (not optional, not `NUM` or `*`), its alternatives,
+    rarest first: the first is the word the cue is looked up by."""
+    slots = [_alternatives(w) for w in pattern.split() if not _is_optional(w) and w not in ("NUM", "*")]
+    # A one-letter word ("i|we", "a|an") is in nearly every line: looked up by it, the cue would be tried everywhere.
+    return sorted(slots, key=lambda s: (any(len(a) == 1 and a.isalnum() for a in s), _cost(s)))
 
 
 def _trie_regex(words: Iterable[str]) -> str:
@@ -87,101 +160,293 @@ def _trie_regex(words: Iterable[str]) -> str:
     return build(trie)
 
 
-# A whitespace run holding a line break: the first character after it opens a sentence.
-_LINE_BREAK = re.compile(r"\s*\n\s*")
-# Three whitespace-delimited runs: at least three tokens, the most any rule reads after a match.
-_THREE_RUNS = re.compile(r"\S+(?:\s+\S+){0,2}")
-_RUN_REST = re.compile(r"\s*\S*")
+def _reads_behind(pattern: str | None) -> bool:
+    """A rule the prefilter leaves unchecked: one that looks behind the place it is matched at, which the whole text
+    and the sentence the engine reads may see differently."""
+    return pattern is not None and "(?<" in pattern
+
+
+@dataclass
+class _Cue:
+    index: int
+    regex: re.Pattern
+    exact_end: bool  # the regex's match ends where the engine's does: every word a required literal
+    last_num: bool  # every word a required literal but the last, a NUM or `*`: the engine's match ends in its run
+    sentence_start: bool
+    then: re.Pattern | None
+    before: re.Pattern | None
+    earlier: re.Pattern | None
+    later: re.Pattern | None
+    necessary: re.Pattern | None
+    others: list[frozenset[str]]  # the required words' alternatives but the one the cue is looked up by
+    margin_before: int
+    margin_after: int
+
+
+@dataclass
+class Selection:
+    """regions: sorted, disjoint (start, end) ranges of the text to tokenize; allowed: (cue index, start) of every
+    place a counted match may start, as offsets into the text."""
+
+    regions: list[tuple[int, int]]
+    allowed: set[tuple[int, int]] | None  # None: the whole text, every match counts
 
 
 class Prefilter:
-    """Finds the regions of a text that spaCy must see for a list of cues, each given as (pattern, before, after):
-    the most characters its rules read before a match and after the match's sentence, across sentence ends."""
+    """The places of a text where the engine may count a match of `cues` (indexed as given), and the regions of the
+    text that spaCy must tokenize to count them as it would on the whole text."""
 
-    def __init__(self, cues: Iterable[tuple[str, int, int]]):
-        cues = list(cues)
-        # Each cue is looked up by its rarest word; a line holding one of that word's alternatives then needs one
-        # alternative of every other required word of the cue. A cue with one required word needs no second look:
-        # its margins are folded per word into `alone`.
-        self.cues: list[tuple[list[frozenset[str]], int, int]] = []
-        self.alone: dict[str, tuple[int, int]] = {}
-        self.by_word: dict[str, list[tuple[list[frozenset[str]], int, int]]] = {}
-        for pattern, before, after in cues:
-            slots = required_slots(pattern)
+    def __init__(self, cues: Sequence[CueLike], context: Context):
+        self.context = context
+        # Exception pieces that can have a letter or digit right after them (with the characters that follow them
+        # there), and those that can have one right before them.
+        letter_after: dict[str, set[str]] = {}
+        letter_before: set[str] = set()
+        for text, pieces in context.pieces.items():
+            at = 0
+            for left, right in pairwise(pieces):
+                at += len(left)
+                if _ALNUM.match(text[at - 1]) and _ALNUM.match(text[at]):
+                    letter_after.setdefault(left.lower(), set()).add(text[at].lower())
+                    letter_before.add(right.lower())
+        self.cues: list[_Cue] = []
+        by_word: dict[str, list[int]] = {}
+        for index, cue in enumerate(cues):
+            slots = required_slots(cue.pattern)
             if not slots:
-                raise ValueError(f"cue pattern {pattern!r} has no literal word the prefilter can look for")
-            self.cues.append((slots, before, after))
+                raise ValueError(f"cue pattern {cue.pattern!r} has no literal word the prefilter can look for")
             for word in slots[0]:
-                if len(slots) == 1:
-                    b, a = self.alone.get(word, (0, 0))
-                    self.alone[word] = (max(b, before), max(a, after))
-                else:
-                    self.by_word.setdefault(word, []).append((slots[1:], before, after))
-        self.words = frozenset(w for slots, _, _ in self.cues for slot in slots for w in slot)
-        # A lookahead at every position finds the longest word starting there; the words inside it (a prefix or any
-        # other substring) are present too, which is how overlapping words ("the" in "then", "check" in "rechecked")
-        # are all seen without one regex per word.
-        self.regex = re.compile(f"(?=({_trie_regex(self.words)}))")
+                by_word.setdefault(word, []).append(index)
+            self.cues.append(self._compile(index, cue, letter_before, letter_after))
+        self.by_word = {word: tuple(indices) for word, indices in by_word.items()}
+        self.leading = frozenset(self.by_word)
+        # Every word of every cue's required words; at every position of a run, the longest of them, and with it the
+        # words inside it ("the" in "then", "check" in "rechecked"), so overlapping words are all seen.
+        self.words = frozenset(w for c in self.cues for slot in c.others for w in slot) | self.leading
+        self.lookup = re.compile(f"(?=({_trie_regex(self.words)}))")
         self.inside = {w: frozenset(o for o in self.words if o in w) for w in self.words}
-        self.leading = frozenset(self.alone) | frozenset(self.by_word)
-        # Per distinct run: the words it holds, and those of them a cue is looked up by.
-        self._words_in: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._words_in: dict[str, frozenset[str]] = {}
+        self.ends = re.compile("[" + "".join(re.escape(c) for c in sorted(context.sentence_end_chars)) + "]")
+        # A character class of all of them is slow; most texts are ASCII and need only these.
+        self.ascii_ends = re.compile("[" + "".join(re.escape(c) for c in sorted(context.sentence_end_chars) if c.isascii()) + "]")
+        self.openers = frozenset(context.openers)
+        # An exception made only of words that may stand before a sentence-opening cue may stand there too.
+        self.opening_runs = frozenset(
+            run.lower()
+            for text, pieces in context.pieces.items()
+            if all(self._opens(p) for p in pieces)
+            for run in _ALNUM_RUN.findall(text)
+        )
 
-    # Distinct runs remembered at most; the cache is emptied when full, so memory stays flat on any corpus.
-    CACHE_RUNS = 200_000
+    def _compile(self, index: int, cue: CueLike, letter_before: set[str], letter_after: dict[str, set[str]]) -> _Cue:
+        words = cue.pattern.split()
+        parts: list[str] = []
+        leading = True  # still among optional words before the first required one: the separator follows them
+        for position, word in enumerate(words):
+            optional = _is_optional(word)
+            core = word[:-1] if optional else word
+            if core in ("NUM", "*"):
+                body = r"\S+"
+            else:
+                body = "(?:" + "|".join(self._literal(a, letter_before, letter_after) for a in _alternatives(word)) + ")"
+            if position == len(words) - 1 and core in ("NUM", "*"):
+                body = f"(?P<last>{body})"
+            if leading:
+                part = f"(?:{body}[ ]?)?" if optional else body
+            else:
+                part = f"(?:[ ]?{body})?" if optional else f"[ ]?{body}"
+            leading = leading and optional
+            parts.append(part)
+        literal = [not _is_optional(w) and w not in ("NUM", "*") for w in words]
+        # Where a word's alternative may be a token cut from a longer alternative's text by an exception (an "a" of
+        # "ab" followed by "b..."), the regex's match may end elsewhere than the engine's: then `then` is not checked.
+        ambiguous = any(
+            a != b and b.startswith(a) and b[len(a)] in letter_after.get(a, ())
+            for w in words
+            for a in _alternatives(w)
+            for b in _alternatives(w)
+        )
+        necessary = self.context.necessary.get(cue.pattern)
 
-    def _scan(self, run: str) -> tuple[frozenset[str], frozenset[str]]:
-        words = frozenset(o for word in set(self.regex.findall(run)) for o in self.inside[word])
-        if len(self._words_in) >= self.CACHE_RUNS:
-            self._words_in.clear()
-        found = self._words_in[run] = (words, words & self.leading)
-        return found
+        def compiled(pattern: str | None, anchored: str = "") -> re.Pattern | None:
+            if pattern is None or _reads_behind(pattern):
+                return None
+            return re.compile(f"(?:{pattern}){anchored}", re.IGNORECASE)
 
-    def kept_lines(self, text: str) -> tuple[list[int], list[tuple[int, int, int]]] | None:
-        """The starts of all lines, and (line, before, after) for each line that may hold a match (with the widest
-        context its possible cues read); None when lower-casing changes the text's length, so that offsets into
-        the lower-cased text would not be offsets into the text."""
+        return _Cue(
+            index=index,
+            regex=re.compile("".join(parts)),
+            exact_end=all(literal) and not ambiguous,
+            last_num=all(literal[:-1]) and words[-1] in ("NUM", "*") and not ambiguous,
+            sentence_start=cue.sentence_start,
+            then=compiled(cue.then),
+            before=compiled(cue.before, r"\s*\Z"),
+            earlier=compiled(cue.earlier, r"\s*\Z"),
+            later=compiled(cue.later),
+            necessary=re.compile(necessary) if necessary else None,
+            others=[frozenset(slot) for slot in required_slots(cue.pattern)[1:]],
+            margin_before=self.context.earlier_chars if cue.earlier else 0,
+            margin_after=self.context.later_chars if cue.later else 0,
+        )
+
+    @staticmethod
+    def _literal(alt: str, letter_before: set[str], letter_after: dict[str, set[str]]) -> str:
+        escaped = re.escape(alt)
+        out = escaped
+        if _ALNUM.match(alt[0]) and alt not in letter_before:
+            out += f"(?<!{_NO_LETTER}{escaped})"
+        if _ALNUM.match(alt[-1]) and alt not in letter_after:
+            out += _NO_LETTER_OR_DIGIT_AFTER
+        return out
+
+    def _opens(self, token: str) -> bool:
+        """A token that may stand before a `sentence_start` cue (cues._starts_sentence): space, punctuation, an
+        opener or a number; here any token without letters or digits passes, which keeps more."""
+        return not _ALNUM.search(token) or token.lower() in self.openers or self.context.like_num(token)
+
+    def select(self, text: str) -> Selection:
         lowered = text.lower()
         if len(lowered) != len(text):
-            return None
+            # Offsets into the lower-cased text would not be offsets into the text.
+            return Selection([(0, len(text))], None)
         starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text) if m.end() < len(text)]
-        ends = starts[1:] + [len(text)]
-        words_in, alone, by_word = self._words_in, self.alone, self.by_word
-        kept = []
-        for line, (begin, end) in enumerate(zip(starts, ends)):
+        ends: list[int] | None = None  # the sentence-final characters' places, found once a line needs them
+        n = len(text)
+        words_in, by_word, cues = self._words_in, self.by_word, self.cues
+        allowed: set[tuple[int, int]] = set()
+        kept: list[tuple[int, int, int]] = []
+        for line, begin in enumerate(starts):
+            end = starts[line + 1] if line + 1 < len(starts) else n
             # A token never spans whitespace, so the words a line holds are those its runs hold; runs repeat a lot
             # across a corpus, and looking each distinct one up once is several times cheaper than scanning lines.
             present: set[str] = set()
-            leading: set[str] = set()
             for run in set(lowered[begin:end].split()):
                 found = words_in.get(run)
                 if found is None:
                     found = self._scan(run)
-                present |= found[0]
-                leading |= found[1]
-            if not leading:
+                present |= found
+            if not present:
                 continue
             before = after = -1
-            for word in leading:
-                margins = alone.get(word)
-                if margins is not None:
-                    before, after = max(before, margins[0]), max(after, margins[1])
-                for others, cue_before, cue_after in by_word.get(word, ()):
-                    if (cue_before > before or cue_after > after) and all(
-                        not present.isdisjoint(slot) for slot in others
-                    ):
-                        before, after = max(before, cue_before), max(after, cue_after)
+            for index in sorted({i for word in present & self.leading for i in by_word[word]}):
+                cue = cues[index]
+                if not all(not present.isdisjoint(slot) for slot in cue.others):
+                    continue
+                position = begin
+                while (match := cue.regex.search(lowered, position, end)) is not None:
+                    position = match.start() + 1
+                    if ends is None:
+                        ends = [m.start() for m in (self.ascii_ends if text.isascii() else self.ends).finditer(text)]
+                    if self._may_count(cue, text, match, begin, end, starts, line, ends):
+                        allowed.add((index, match.start()))
+                        before, after = max(before, cue.margin_before), max(after, cue.margin_after)
             if before >= 0:
                 kept.append((line, before, after))
-        return starts, kept
+        return Selection(self._regions(text, starts, kept), allowed)
 
-    def regions(self, text: str) -> list[tuple[int, int]]:
-        """Sorted, disjoint (start, end) character ranges of `text` that hold every line that may hold a match, with
-        its context; tokenizing just these gives the same matches, sentences and context as the whole text."""
-        lines = self.kept_lines(text)
-        if lines is None:
-            return [(0, len(text))]
-        starts, kept = lines
+    # Distinct runs remembered at most; the cache is emptied when full, so memory stays flat on any corpus.
+    CACHE_RUNS = 200_000
+
+    def _scan(self, run: str) -> frozenset[str]:
+        """The words of the cues that `run` holds, as substrings: spaCy's tokens of a run are substrings of it."""
+        words = frozenset(o for word in set(self.lookup.findall(run)) if word for o in self.inside[word])
+        if len(self._words_in) >= self.CACHE_RUNS:
+            self._words_in.clear()
+        self._words_in[run] = words
+        return words
+
+    def _may_count(self, cue: _Cue, text: str, match: re.Match, begin: int, end: int, starts: list[int], line: int,
+                   ends: list[int]) -> bool:
+        """Whether the engine may count a match of `cue` that starts where `match` does, in the line [begin, end)."""
+        start = match.start()
+        if cue.necessary is not None and not cue.necessary.match(text, start):
+            return False
+        if cue.earlier is not None and not cue.earlier.search(text[max(0, start - self.context.earlier_chars) : start]):
+            return False
+        if cue.sentence_start or cue.before is not None:
+            latest, windows = self._sentence_starts(text, start, begin, ends)
+            if cue.sentence_start and not self._opening(text[latest:start]):
+                return False
+            if cue.before is not None and not any(cue.before.search(text[w:start]) for w in windows):
+                return False
+        if cue.then is not None or cue.later is not None:
+            closes = self._sentence_ends(text, start, end, starts, line, ends)
+            if cue.then is not None:
+                if cue.exact_end:
+                    finishes = [match.end()]
+                elif cue.last_num:
+                    # The last token starts where the regex's last word does and ends inside that run.
+                    first = match.start("last")
+                    space = _SPACE.search(text, first, end)
+                    finishes = list(range(first + 1, (space.start() if space else end) + 1))
+                else:
+                    finishes = []
+                if finishes and not any(
+                    cue.then.match(text, min(finish, close), close) for close in closes for finish in finishes
+                ):
+                    return False
+            if cue.later is not None:
+                reach = self.context.later_chars
+                if not any(cue.later.match(text[close : close + reach]) for close in closes):
+                    return False
+        return True
+
+    def _sentence_starts(self, text: str, start: int, begin: int, ends: list[int]) -> tuple[int, list[int]]:
+        """Where the sentence holding a match at `start`, in a line that starts at `begin`, may start: the latest such
+        place, and the places the engine's `before` window may start (each place, or `before_chars` back from the
+        match where the sentence starts earlier).
+
+        After a sentence-final character the engine opens a sentence at the first token that is not punctuation:
+        somewhere up to the first letter or digit. Otherwise the sentence starts at the line's start."""
+        i = bisect_left(ends, start) - 1
+        if i < 0 or ends[i] < begin:
+            latest = begin
+        else:
+            first = _ALNUM.search(text, ends[i] + 1, start)
+            latest = first.start() if first else start
+        reach = max(begin, start - self.context.before_chars)
+        windows = {reach}
+        while i >= 0 and ends[i] >= begin:
+            first = _ALNUM.search(text, ends[i] + 1, start)
+            last = first.start() if first else start
+            if last < reach:
+                break
+            windows.update(p for p in range(max(ends[i] + 1, reach), last + 1) if not text[p].isspace())
+            i -= 1
+        return latest, sorted(windows)
+
+    def _opening(self, stretch: str) -> bool:
+        """Whether a sentence's text before a cue may hold only what `_starts_sentence` skips: every letter-or-digit
+        run an opener or a number, or part of an exception made of them."""
+        like_num, openers, runs = self.context.like_num, self.openers, self.opening_runs
+        for run in _ALNUM_RUN.findall(stretch):
+            lowered = run.lower()
+            if lowered not in openers and lowered not in runs and not like_num(run):
+                return False
+        return True
+
+    @staticmethod
+    def _sentence_ends(text: str, start: int, end: int, starts: list[int], line: int, ends: list[int]) -> list[int]:
+        """Every place the sentence holding a match at `start`, in a line that ends at `end`, may end (its last token's
+        end): before a sentence that may open after a sentence-final character (the last one before the match too,
+        where the match starts with punctuation), at the next line's start (the line break is the sentence's last
+        token), or at the text's end."""
+        closes = set()
+        i = max(0, bisect_left(ends, start) - 1)
+        while i < len(ends) and ends[i] < end:
+            first = _ALNUM.search(text, ends[i] + 1, end)
+            last = first.start() if first else end - 1
+            for p in range(ends[i] + 1, last + 1):
+                if not text[p].isspace():
+                    closes.update((p, p - 1))
+            i += 1
+        if line + 1 < len(starts):
+            closes.add(starts[line + 1])
+        else:
+            closes.update((len(text), len(text) - 1))
+        return sorted(c for c in closes if c > start)
+
+    def _regions(self, text: str, starts: list[int], kept: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
         n = len(text)
         regions: list[tuple[int, int]] = []
         for line, before, after in kept:

@@ -90,25 +90,74 @@ NEW = Cue("backtracking", "flibbertigibbet moment")
 TEXT = "Zebras graze.\nZany flibbertigibbet moment indeed.\nZebras sleep."
 
 
-def test_a_new_cue_is_seen_by_the_prefilter():
+def kept_text(classifier: CueClassifier, text: str) -> str:
+    return "".join(text[b:e] for b, e in classifier.prefilter.select(text).regions)
+
+
+@pytest.fixture(scope="module")
+def v1():
+    return CueClassifier(prefilter=True)
+
+
+def test_a_new_cue_is_seen_by_the_prefilter(v1):
     """The prefilter is built from the cue list: a line it dropped before the cue existed is kept once it does."""
-    line = TEXT.index("moment")
-    assert not any(b <= line < e for b, e in Prefilter((c.pattern, 0, 0) for c in CUES).regions(TEXT))
-    assert any(b <= line < e for b, e in Prefilter((c.pattern, 0, 0) for c in (*CUES, NEW)).regions(TEXT))
-    labels = CueClassifier(cues=(*CUES, NEW), prefilter=True).classify([TEXT])[0]
+    assert "moment" not in kept_text(v1, TEXT)
+    with_new = CueClassifier(cues=(*CUES, NEW), prefilter=True)
+    assert "flibbertigibbet moment" in kept_text(with_new, TEXT)
+    labels = with_new.classify([TEXT])[0]
     assert labels.counts["backtracking"] == 1
     assert labels == CueClassifier(cues=(*CUES, NEW), prefilter=False).classify([TEXT])[0]
 
 
-def test_a_cue_without_a_literal_word_is_refused():
+def test_a_cue_without_a_literal_word_is_refused(v1):
     with pytest.raises(ValueError, match="literal word"):
-        Prefilter([("NUM *", 0, 0)])
+        Prefilter([Cue("verification", "NUM *")], v1.prefilter.context)
 
 
-def test_regions_skip_lines_without_cues_and_keep_offsets():
+def test_regions_skip_lines_without_cues_and_keep_offsets(v1):
     text = "Plain line one.\nWait, that is wrong.\nPlain line three.\nAnother plain line."
-    regions = Prefilter((c.pattern, 0, 0) for c in CUES).regions(text)
-    kept = "".join(text[b:e] for b, e in regions)
+    kept = kept_text(v1, text)
     assert "Wait, that is wrong." in kept and "Plain line one" not in kept and "Another" not in kept
-    labels = CueClassifier(prefilter=True).classify([text])[0]
+    labels = v1.classify([text])[0]
     assert [text[e.start : e.end] for e in labels.evidence] == ["Wait"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        ("Let me check it.", True),
+        ("Check what me and Let said.", False),  # every word of "let me check", not as one token sequence
+        ("Nothing here; let mecheck.", False),  # "mecheck" is one token
+        ("That cannot be right.", True),  # the tokenizer's exception: "can" + "not"
+        ("Wait, that is wrong.", True),
+        ("We wait for the bus.", False),  # `wait` must open its sentence
+        ("The end. Hmm, wait, no.", True),  # ... which it may after a sentence-final character and openers
+        ("To find x, we need y.", True),
+        ("To find x we use the formula.", False),  # `then` asks for ", we need" after the match
+    ],
+)
+def test_lines_kept_by_each_cue_condition(v1, line, kept):
+    """A line is kept exactly where a cue's match may count; the labels agree with the whole text's either way."""
+    text = f"Plain opening line.\n{line}\nPlain closing line."
+    assert (line in kept_text(v1, text)) is kept
+    assert v1.classify([text]) == CueClassifier(prefilter=False).classify([text])
+
+
+def test_a_match_in_a_margin_counts_only_where_the_whole_text_counts_it(v1):
+    """A kept line's margin may cut the line before it: a cue that opens a piece there ("Wait" after "we") must not
+    count as opening a sentence, since in the whole text it does not."""
+    v3 = get_classifier("cues_v3")
+    cues = tuple(v3.cues.values())
+    filtered = type(v3)(cues=cues, name="cues_v3", prefilter=True)
+    verdict = "61. almost."  # cues_v3 reads 160 characters before "almost" (`earlier`): the margin
+    for pad in range(40):
+        head = "x " * pad + "we Wait, the bus came " + "y " * 70
+        text = head + "\n" + verdict
+        regions = filtered.prefilter.select(text).regions
+        if text[regions[0][0] :].startswith("Wait"):
+            break
+    else:
+        pytest.fail("no padding puts a margin's start on 'Wait'")
+    labels = filtered.classify([text])[0]
+    assert labels == type(v3)(cues=cues, name="cues_v3", prefilter=False).classify([text])[0]
+    assert not any(text[e.start : e.end] == "Wait" for e in labels.evidence)
