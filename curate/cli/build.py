@@ -23,15 +23,12 @@ from curate.cli.options import (
     Tasks,
     VerifyInputs,
     Workers,
-    claim_output,
+    clean_once,
     cleaning_rows,
     fail,
-    in_place,
     input_spec,
-    path_signature,
     summary,
     tag_rows,
-    up_to_date,
     write_once,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
@@ -346,16 +343,13 @@ def dedup_command(
     """
     from curate.pipelines.dedup import dedup
 
-    claim = None if in_place(input, output) else claim_output(
-        output, "dedup", {"input": input, "threshold": threshold, "ngrams": ngrams, "text_key": text_key, "id_key": id_key},
-        inputs=path_signature(input), overwrite=overwrite)
-    if claim and claim.up_to_date:
-        return up_to_date(output)
+    what = {"input": input, "threshold": threshold, "ngrams": ngrams, "text_key": text_key, "id_key": id_key}
     started = time.perf_counter()
-    result = dedup(input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams,
-                   tasks=tasks, workers=workers, executor=runs_on)
-    if claim:
-        claim.finish()
+    result = clean_once(input, output, "dedup", what, partial(
+        dedup, input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams, tasks=tasks,
+        workers=workers, executor=runs_on), overwrite=overwrite)
+    if result is None:
+        return
     seconds = time.perf_counter() - started
     summary(f"Deduplicated → {output}", [
         ("read", f"{result.read:,}"), ("exact duplicates", f"{result.exact_removed:,}"),
@@ -401,18 +395,14 @@ def decontam_command(
 
     what = {"input": input, "against": against, "fields": fields, "ngrams": ngrams, "short_min_words": short_min_words,
             "benchmarks_dir": benchmarks_dir, "id_key": id_key}
-    claim = None if in_place(input, output) else claim_output(
-        output, "decontam", what, inputs=path_signature(input), overwrite=overwrite)
-    if claim and claim.up_to_date:
-        return up_to_date(output)
     started = time.perf_counter()
-    result = decontaminate(
-        input, output, against, fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None,
-        id_key=id_key, n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir,
-        tasks=tasks, workers=workers, executor=runs_on,
-    )
-    if claim:
-        claim.finish()
+    result = clean_once(input, output, "decontam", what, partial(
+        decontaminate, input, output, against,
+        fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None, id_key=id_key,
+        n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir, tasks=tasks,
+        workers=workers, executor=runs_on), overwrite=overwrite)
+    if result is None:
+        return
     seconds = time.perf_counter() - started
     rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]
     rows += [(f"  {name} ({info['items']:,} items)", f"{result.hits.get(name, 0):,}") for name, info in result.index.benchmarks.items()]

@@ -107,6 +107,15 @@ def in_place(input: str | Path, output: Path) -> bool:
     return not text.startswith("hf:") and Path(text).expanduser().resolve() in (output.resolve(), output.resolve() / "data")
 
 
+def clean_once(input: str | Path, output: Path, command: str, parameters: dict, clean, overwrite: bool = False):
+    """dedup / decontam: `clean()` into OUTPUT. A dataset cleaned in place stays the dataset its builder wrote and
+    claimed, so it is cleaned without a claim of its own; any other OUTPUT is claimed over the input's files
+    (write_once: None when up to date)."""
+    if in_place(input, output):
+        return clean()
+    return write_once(output, command, parameters, clean, inputs=path_signature(input), overwrite=overwrite)
+
+
 def up_to_date(output: Path) -> None:
     console.print(f"{output} is up to date: built by this same command from the same input; nothing to do "
                   "(--overwrite builds it again).")
