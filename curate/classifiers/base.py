@@ -55,6 +55,7 @@ BUILTIN: dict[str, str] = {
     "cues_v3": "curate.classifiers.cues_v3",
     "cues_v4": "curate.classifiers.cues_v4",
     "cues_v5": "curate.classifiers.cues_v5",
+    "cues_v6": "curate.classifiers.cues_v6",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
