@@ -7,7 +7,9 @@
 Round 2 is a fresh test set, drawn after round 1's test half had been reported once and so became tuning text: the
 same sources, pools and rules at half the size, a new seed, round 1's items excluded as well, no Countdown traces,
 and every item in the test split. Round 3 repeats round 2's rules with its own seed, after round 2 had been reported
-once (cues_v3, cues_v4) and became tuning text; rounds 1 and 2 are both excluded.
+once (cues_v3, cues_v4) and became tuning text; rounds 1 and 2 are both excluded. Round 5 does the same after round
+3 and the precision read (round 4's pool) were read for cues_v5; rounds 4 and 6 are pools for the precision reads
+(bench/precision_read.py), whose items files hold only the texts read.
 
 Writes the reading material (``id``, ``source``, ``selection``, ``split``, ``text``; shuffled so sources are
 interleaved) to ``--out``, which must stay OUTSIDE the repository (the real texts are not ours to store), and the
@@ -52,6 +54,9 @@ ROUNDS = {  # seed, size factor of every pool, the folder of its items
     3: (20261203, 0.5, HERE / "round3"),
     # Not a labeled round: the pool the precision read draws classifier-positive texts from (tests/blindset/precision).
     4: (20261204, 1.5, HERE / "precision"),
+    5: (20261205, 0.5, HERE / "round5"),
+    # The second precision read's pool (cues_v6), drawn after round 5 (tests/blindset/precision2).
+    6: (20261206, 1.5, HERE / "precision2"),
 }
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",

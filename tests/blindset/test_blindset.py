@@ -104,7 +104,8 @@ def test_labels_cover_every_item_and_record_both_readers(items_path):
                 assert value == a[behavior]
 
 
-ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3)}
+PRECISION_ITEMS = ITEMS_PATH.parent / "precision" / "items.jsonl"
+ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5)}
 
 
 @pytest.mark.parametrize("round_number", sorted(ROUND_ITEMS), ids=lambda n: f"round{n}")
@@ -117,6 +118,7 @@ def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_n
     assert all(f"-r{round_number}-" in it["id"] for it in drawn)
     assert Counter(it["selection"] for it in drawn)["random"] >= 0.6 * len(drawn)
     earlier = [DEV_LABELS, HELDOUT, ITEMS_PATH] + [ROUND_ITEMS[n] for n in ROUND_ITEMS if n < round_number]
+    earlier += [PRECISION_ITEMS] if round_number > 4 else []
     for path in earlier:
         old = [it for it in read(path) if it["source"] != "countdown"]
         assert not {key(it) for it in drawn} & {key(it) for it in old}, path
