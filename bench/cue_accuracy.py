@@ -32,11 +32,12 @@ from tests.devset.resolve import DevsetUnavailable, load_devset
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl",
           "blindset2": TESTS / "blindset" / "round2" / "labels.jsonl",
-          "blindset3": TESTS / "blindset" / "round3" / "labels.jsonl"}
-BLIND_ROUNDS = {"blindset", "blindset2", "blindset3"}
-# Test sets only: their errors are not printed, so nobody tunes against them. Round 2 was read once (cues_v3, cues_v4)
-# and is tuning text since; round 3 is the test set that replaced it.
-TEST_ONLY = {"blindset3"}
+          "blindset3": TESTS / "blindset" / "round3" / "labels.jsonl",
+          "blindset5": TESTS / "blindset" / "round5" / "labels.jsonl"}
+BLIND_ROUNDS = {"blindset", "blindset2", "blindset3", "blindset5"}
+# Test sets only: their errors are not printed, so nobody tunes against them. Rounds 2 and 3 were each read once to
+# report (cues_v3/v4, then cues_v5) and are tuning text since; round 5 is the test set that replaced them.
+TEST_ONLY = {"blindset5"}
 
 
 def scores(pairs: list[tuple[int, int]]) -> tuple[float, float, float, int]:
@@ -71,7 +72,7 @@ def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict
 
 def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
     """A blind set round's labeled items of one half (or all): shared-data texts and Countdown traces
-    (tests/blindset; rounds 2 and 3 in tests/blindset/roundN, real texts only, all test)."""
+    (tests/blindset; rounds 2, 3 and 5 in tests/blindset/roundN, real texts only, all test)."""
     if not labels_path.exists():
         raise DevsetUnavailable(f"the blind set's labels are not there yet ({labels_path})")
     from tests.blindset.resolve import load_blindset as resolve_blindset
