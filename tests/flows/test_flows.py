@@ -30,6 +30,7 @@ from curate.flows.tag import tag_flow
 from curate.handoff.publish import validate_dataset
 from curate.pipelines.readers import InputSpec
 from tests.support.hub import TOKEN, StandInHub, make_dataset
+from tests.support.shared import DEFAULT_CUES
 
 ROOT = Path(__file__).resolve().parents[2]
 GSM8K_LINE = ('{"question": "Tom has 3 boxes of 4 apples. How many apples?", '
@@ -76,10 +77,10 @@ def test_tag_flow_tags_the_corpus_and_a_rerun_is_served_from_cache(corpus, tmp_p
     params = {"input": str(corpus / "*.jsonl"), "output": str(tmp_path / "tags")}
     state = tag_flow(params=params, return_state=True)
     summary = state.result()
-    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "tags" / "cues_v3").glob("*.parquet"))
+    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "tags" / DEFAULT_CUES).glob("*.parquet"))
     lines = sum(len(p.read_text().splitlines()) for p in corpus.glob("*.jsonl"))
     assert summary["documents"] == rows == lines - sum(summary["rejects"].values())
-    assert summary["classifier"] == "cues_v3"
+    assert summary["classifier"] == DEFAULT_CUES
     assert "Completed" in task_states(state).values()
 
     again = tag_flow(params=params, return_state=True)
@@ -224,8 +225,8 @@ def test_every_deployment_parses_and_points_at_a_flow_that_exists(tmp_path, monk
     (tmp_path / "problems" / "mcqa").mkdir()
     (tmp_path / "problems" / "mcqa" / "items.jsonl").write_text(MCQA_LINE)
     make_dataset(tmp_path / "datasets" / "multihop")
-    (tmp_path / "tags" / "cues_v3").mkdir(parents=True)  # the cpt deployment reads the nightly-tag output
-    pq.write_table(pa.table({"id": ["a"]}), tmp_path / "tags" / "cues_v3" / "attributes_00000.parquet")
+    (tmp_path / "tags" / DEFAULT_CUES).mkdir(parents=True)  # the cpt deployment reads the nightly-tag output
+    pq.write_table(pa.table({"id": ["a"]}), tmp_path / "tags" / DEFAULT_CUES / "attributes_00000.parquet")
     monkeypatch.chdir(tmp_path)
     for spec in specs:
         loaded = load_flow(spec, ROOT)

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from curate.cli import app
 from curate.pipelines.query import behavior_stats
 from tests.support.corrupt_corpus import write_corrupt_corpus
+from tests.support.shared import DEFAULT_CUES
 
 runner = CliRunner()
 
@@ -31,16 +32,16 @@ def check(tmp_path, big_mb: float, tiny: int) -> None:
     tagged = runner.invoke(app, ["tag", "--input", str(corpus.folder), "--output", str(tags), "--tasks", "3",
                                  "--workers", "2"], catch_exceptions=False)
     assert tagged.exit_code == 0, tagged.output
-    shards = str(tags / "cues_v3" / "*attributes_*.parquet")
+    shards = str(tags / DEFAULT_CUES / "*attributes_*.parquet")
     ids = [r[0] for r in duckdb.connect().sql(f"SELECT id FROM read_parquet('{shards}')").fetchall()]
     assert set(ids) == corpus.valid_ids
     # A task tags the first copy it reads; good-0's second copy is in another task's file, so the shards hold
     # it too, and every query counts one.
     assert len(ids) == len(corpus.valid_ids) + 1
-    assert behavior_stats(tags / "cues_v3")[0].documents == len(corpus.valid_ids)
+    assert behavior_stats(tags / DEFAULT_CUES)[0].documents == len(corpus.valid_ids)
     big = duckdb.connect().sql(f"SELECT n_chars, error FROM read_parquet('{shards}') WHERE id = 'big'").fetchall()
     assert big == [(int(big_mb * 1024 * 1024), None)]  # tagged whole, no error
-    kept = rejects(tags / "cues_v3" / "rejects")
+    kept = rejects(tags / DEFAULT_CUES / "rejects")
     assert len(kept) == corpus.rejects
     assert all(r["reason"] and r["source"] for r in kept)
     reasons = {r["reason"].split(":")[0] for r in kept}

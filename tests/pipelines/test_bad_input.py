@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.cli import app
+from tests.support.shared import DEFAULT_CUES
 
 runner = CliRunner()
 BIG_CHARS = 20 * 1024 * 1024
@@ -65,11 +66,11 @@ def test_run_completes_keeps_rejects_and_every_valid_document(messy_corpus, buil
     import duckdb
 
     with duckdb.connect() as con:
-        tagged = {r[0] for r in con.sql(f"SELECT id FROM read_parquet('{tmp_path}/tags/cues_v3/*.parquet')").fetchall()}
+        tagged = {r[0] for r in con.sql(f"SELECT id FROM read_parquet('{tmp_path}/tags/{DEFAULT_CUES}/*.parquet')").fetchall()}
     assert {v.split("/")[-1] if "/" in v else v for v in valid} <= {t.split("/")[-1] if "/" in t else t for t in tagged}
     assert len(tagged) == len(valid)
 
-    rejects = [json.loads(line) for p in sorted((tmp_path / "tags" / "cues_v3" / "rejects").glob("*.jsonl"))
+    rejects = [json.loads(line) for p in sorted((tmp_path / "tags" / DEFAULT_CUES / "rejects").glob("*.jsonl"))
                for line in p.read_text().splitlines()]
     kinds = sorted(r["reason"].split(":")[0] for r in rejects)
     assert kinds == sorted([
@@ -88,7 +89,7 @@ def test_run_completes_keeps_rejects_and_every_valid_document(messy_corpus, buil
 
 def test_big_document_is_tagged_whole(built):
     tmp_path, _ = built
-    rows = pa.concat_tables([pq.read_table(p) for p in (tmp_path / "tags" / "cues_v3").glob("*.parquet")]).to_pylist()
+    rows = pa.concat_tables([pq.read_table(p) for p in (tmp_path / "tags" / DEFAULT_CUES).glob("*.parquet")]).to_pylist()
     row = next(r for r in rows if r["id"] == "big")
     assert row["n_chars"] == BIG_CHARS
     assert row["verification"] > 100_000  # every sentence of the big document is a check

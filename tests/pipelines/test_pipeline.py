@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from curate.cli import app
 from curate.schema import ATTRIBUTE_SCHEMA
-from tests.support.shared import DOCS
+from tests.support.shared import DEFAULT_CUES, DOCS
 
 runner = CliRunner()
 
@@ -39,14 +39,14 @@ def corpus(tmp_path: Path) -> Path:
 def test_tag_writes_attribute_schema(corpus: Path, tmp_path: Path):
     tags = tmp_path / "tags"
     invoke("tag", "--input", str(corpus), "--output", str(tags), "--classifier", "cues")
-    shards = list((tags / "cues_v3").glob("*.parquet"))
-    assert shards and not list((tags / "cues_v3").glob("*.partial"))
+    shards = list((tags / DEFAULT_CUES).glob("*.parquet"))
+    assert shards and not list((tags / DEFAULT_CUES).glob("*.partial"))
     table = pq.read_table(shards[0])
     assert table.schema.equals(ATTRIBUTE_SCHEMA)
     rows = {r["id"]: r for r in pa.concat_tables([pq.read_table(s) for s in shards]).to_pylist()}
     assert set(rows) == {d for d, _ in DOCS}
     assert rows["d-back"]["backtracking"] >= 1 and rows["d-plain"]["backtracking"] == 0
-    assert rows["d-both"]["classifier"] == "cues_v3" and rows["d-both"]["error"] is None
+    assert rows["d-both"]["classifier"] == DEFAULT_CUES and rows["d-both"]["error"] is None
     assert all(r["scores"] is None for r in rows.values())  # cues count, they do not score
     evidence = rows["d-verify"]["evidence"]
     text = dict(DOCS)["d-verify"]
@@ -57,9 +57,9 @@ def test_tag_writes_attribute_schema(corpus: Path, tmp_path: Path):
 def test_rerun_skips_finished_tasks_and_refuses_other_input(corpus: Path, tmp_path: Path):
     tags = tmp_path / "tags"
     invoke("tag", "--input", str(corpus), "--output", str(tags))
-    first = {p.name: p.stat().st_mtime_ns for p in (tags / "cues_v3").glob("*.parquet")}
+    first = {p.name: p.stat().st_mtime_ns for p in (tags / DEFAULT_CUES).glob("*.parquet")}
     invoke("tag", "--input", str(corpus), "--output", str(tags))
-    assert {p.name: p.stat().st_mtime_ns for p in (tags / "cues_v3").glob("*.parquet")} == first
+    assert {p.name: p.stat().st_mtime_ns for p in (tags / DEFAULT_CUES).glob("*.parquet")} == first
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"text": "x"}) + "\n")
     result = runner.invoke(app, ["tag", "--input", str(other), "--output", str(tags)])
@@ -121,7 +121,7 @@ def test_stats_and_plot(corpus: Path, tmp_path: Path):
     invoke("tag", "--input", str(corpus), "--output", str(tags))
     plot = tmp_path / "prevalence.png"
     result = invoke("stats", str(tags), "--plot", str(plot))
-    assert "cues_v3: 5 documents" in result.output.replace("\n", " ")
+    assert f"{DEFAULT_CUES}: 5 documents" in result.output.replace("\n", " ")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from curate.pipelines.query import behavior_stats
 
@@ -132,7 +132,7 @@ def test_stats_and_plot(corpus: Path, tmp_path: Path):
     assert stats.no_behavior == 2 and stats.null_rate["verification"] == 0.0
     assert sum(stats.histogram["backtracking"].values()) == 5
     with duckdb.connect() as con:
-        assert con.sql(f"SELECT count(*) FROM read_parquet('{tags}/cues_v3/*.parquet')").fetchall()[0][0] == 5
+        assert con.sql(f"SELECT count(*) FROM read_parquet('{tags}/{DEFAULT_CUES}/*.parquet')").fetchall()[0][0] == 5
 
 
 def test_build_on_bundled_sample(tmp_path: Path, monkeypatch):
@@ -147,7 +147,7 @@ def test_build_on_bundled_sample(tmp_path: Path, monkeypatch):
 def test_multiple_tasks_and_workers_cover_every_document(corpus: Path, tmp_path: Path):
     tags = tmp_path / "tags"
     invoke("tag", "--input", str(corpus), "--output", str(tags), "--tasks", "2", "--workers", "2")
-    ids = pa.concat_tables([pq.read_table(p) for p in (tags / "cues_v3").glob("*.parquet")]).column("id").to_pylist()
+    ids = pa.concat_tables([pq.read_table(p) for p in (tags / DEFAULT_CUES).glob("*.parquet")]).column("id").to_pylist()
     assert sorted(ids) == sorted(d for d, _ in DOCS)
 
 
@@ -172,10 +172,10 @@ def test_hugging_face_dataset_input(tmp_path: Path, streaming: bool):
     tags = tmp_path / "tags"
     args = ["tag", "--input", f"hf:{folder}", "--output", str(tags)] + (["--streaming"] if streaming else [])
     invoke(*args)
-    got = {r["id"]: r for p in (tags / "cues_v3").glob("*.parquet") for r in pq.read_table(p).to_pylist()}
+    got = {r["id"]: r for p in (tags / DEFAULT_CUES).glob("*.parquet") for r in pq.read_table(p).to_pylist()}
     assert set(got) == {"h1", "h3"}
     assert got["h1"]["backtracking"] == 1 and got["h3"]["backward_chaining"] == 1
-    rejects = [json.loads(line) for p in (tags / "cues_v3" / "rejects").glob("*.jsonl") for line in p.read_text().splitlines()]
+    rejects = [json.loads(line) for p in (tags / DEFAULT_CUES / "rejects").glob("*.jsonl") for line in p.read_text().splitlines()]
     assert [r["reason"].split(":")[0] for r in rejects] == ["empty_text"]
 
 
@@ -191,7 +191,7 @@ def test_a_rerun_with_another_task_count_finishes_the_original_sharding(tmp_path
                 f.write(json.dumps({"id": f"p{part}-{i}", "text": f"Let me check: {part} + {i} = {part + i}."}) + "\n")
     spec = InputSpec(str(folder))
     run_tagging(spec, tmp_path / "tags", tasks=2, progress=False)
-    out = tmp_path / "tags" / "cues_v3"
+    out = tmp_path / "tags" / DEFAULT_CUES
     # As if rank 1 had been killed: no completion marker, no shard.
     (out / "_logs" / "completions" / "00001").unlink()
     for shard in out.glob("*attributes_00001*.parquet"):

@@ -22,7 +22,7 @@ from curate.cli import app
 from curate.pipelines.executors import ExecutorConfigError, ExecutorOptions, JobSubmitted
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
-from tests.support.shared import HAS_RAY, sample_texts
+from tests.support.shared import DEFAULT_CUES, HAS_RAY, sample_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "curate" / "sample_data" / "corpus"
@@ -59,7 +59,7 @@ def completed_ranks(tags: Path) -> set[int]:
 def kill_and_resume(tmp_path: Path, executor_args: list[str], files: int, wait_for: int, deadline_s: float) -> None:
     ids = write_corpus(tmp_path / "corpus", files=files, per_file=60)
     tags_root = tmp_path / "tags"
-    tags = tags_root / "cues_v3"
+    tags = tags_root / DEFAULT_CUES
     command = [sys.executable, "-m", "curate.cli", "tag", "--input", str(tmp_path / "corpus"), "--output", str(tags_root),
                "--tasks", str(files), "--workers", "2", *executor_args]
     process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -120,14 +120,14 @@ def test_slurm_dry_run_writes_a_job_array_that_runs(tmp_path):
         "--slurm-dry-run",
     ], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    logs = tags_root / "cues_v3" / "_logs"
+    logs = tags_root / DEFAULT_CUES / "_logs"
     script = (logs / "launch_script.slurm").read_text()
     directives = dict(re.findall(r"^#SBATCH --([\w-]+)=?(.*)$", script, flags=re.MULTILINE))
     assert directives["partition"] == "cpu" and directives["time"] == "01:30:00"
     assert directives["array"] == "0-2%2" and directives["cpus-per-task"] == "2"
-    assert directives["job-name"] == "curate-tag-cues_v3"
+    assert directives["job-name"] == f"curate-tag-{DEFAULT_CUES}"
     assert f"source {sys.prefix}/bin/activate" in script
-    assert not list((tags_root / "cues_v3").glob("*attributes_*.parquet")), "a dry run must not run anything"
+    assert not list((tags_root / DEFAULT_CUES).glob("*attributes_*.parquet")), "a dry run must not run anything"
 
     # Run each array element as Slurm would: the command after srun, with the array index set. datatrove
     # asks `scontrol` to expand the node list; this stands in for it on a machine without Slurm.
@@ -147,7 +147,7 @@ def test_slurm_dry_run_writes_a_job_array_that_runs(tmp_path):
     for element in elements:
         _, stderr = element.communicate(timeout=120)
         assert element.returncode == 0, stderr[-2000:]
-    assert sorted(row["id"] for row in shard_rows(tags_root / "cues_v3")) == sorted(ids)
+    assert sorted(row["id"] for row in shard_rows(tags_root / DEFAULT_CUES)) == sorted(ids)
 
     # Every rank is now complete: the same command goes straight through to the summary.
     again = CliRunner().invoke(app, [

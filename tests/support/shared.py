@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
+from curate.classifiers import resolve_name
 from curate.cli import app
 from curate.data_cards.cards import check_card, size_category
 from curate.handoff.passrate import RATES_SCHEMA, pass_counts
@@ -24,6 +25,8 @@ SAMPLE = ROOT / "curate" / "sample_data" / "corpus"
 HEADINGS = ("## Parameters", "## Fields", "## Load", "## Limitations")
 COMMAND = re.compile(r"Reproduce with:\n\n```\n(.*?)\n```", re.DOTALL)
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+# The version `--classifier cues` (the default) resolves to: the folder a default `curate tag` writes.
+DEFAULT_CUES = resolve_name("cues")[0]
 
 def assert_family_card(path: Path, subcommand: str):
     """The checks every generated card must pass; returns the loaded card."""
