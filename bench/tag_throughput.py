@@ -107,6 +107,7 @@ def sample_of(texts: list[str], megabytes: float, seed: int) -> tuple[list[str],
 
 # Where classify's time goes, by the functions that do each part (cumulative time, so callees are included).
 PARTS = (
+    ("prefilter (the places a cue may count, on the raw text)", "prefilter.py", "select"),
     ("spaCy tokenizer", "language.py", "pipe"),
     ("matchers (PhraseMatcher, anchored Matchers)", "cues.py", "_matches"),
     ("sentence marking", "cues.py", "mark_sentences"),
@@ -139,17 +140,20 @@ def profile(texts: list[str], megabytes: float) -> dict:
 
 
 def prefilter_gain(texts: list[str], megabytes: float) -> dict:
-    """In this process: cues_v3's classify over the same texts with and without the prefilter (no I/O)."""
+    """In this process: cues_v3's classify over the same texts with and without the prefilter (no I/O), in CPU
+    seconds (the machine may be shared), and whether the labels are the same."""
     from curate.classifiers.cues import CueClassifier
     from curate.classifiers.cues_v3 import CUES_V3
 
     sample, size = sample_of(texts, megabytes, seed=1)
-    out = {"mb": size}
+    out: dict = {"mb": size}
+    labels = {}
     for label, on in (("plain", False), ("prefilter", True), ("plain2", False), ("prefilter2", True)):
         classifier = CueClassifier(cues=CUES_V3, name="cues_v3", prefilter=on)
-        started = time.perf_counter()
-        classifier.classify(sample)
-        out[label] = time.perf_counter() - started
+        started = time.process_time()
+        labels[on] = classifier.classify(sample)
+        out[label] = time.process_time() - started
+    out["identical"] = labels[False] == labels[True]
     return out
 
 
@@ -167,6 +171,7 @@ def main() -> None:
     if not SHARED.is_dir():
         sys.exit(f"shared data not found at {SHARED}")
     texts = real_texts()
+    load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tiny = Path(tmp) / "tiny"
@@ -187,7 +192,8 @@ def main() -> None:
     profiled = profile(texts, args.profile_mb)
     gain = prefilter_gain(texts, args.gain_mb)
     print(f"corpus: {len(texts)} real texts from {SHARED}, repeated and shuffled; 1 task, 1 worker; "
-          f"{args.rounds} alternated rounds, medians\n")
+          f"{args.rounds} alternated rounds, medians; load average (1, 5, 15 min) before "
+          f"{[round(x, 1) for x in load_before]}, after {[round(x, 1) for x in os.getloadavg()]}\n")
     print("| input | step | documents | MB | seconds (median) | MB/s | peak RSS MB (max) |")
     print("|---|---|---|---|---|---|---|")
     by = {}
@@ -217,8 +223,8 @@ def main() -> None:
     for label, seconds in profiled["parts"].items():
         print(f"  {label}: {100 * seconds / profiled['seconds']:.0f} %")
     plain, filtered = median([gain["plain"], gain["plain2"]]), median([gain["prefilter"], gain["prefilter2"]])
-    print(f"cues_v3 classify in process on {gain['mb']:.1f} MB: without prefilter {plain:.1f} s, with {filtered:.1f} s "
-          f"({plain / filtered:.2f}x)")
+    print(f"cues_v3 classify in process on {gain['mb']:.1f} MB: without prefilter {plain:.2f} CPU s, with {filtered:.2f} "
+          f"CPU s ({plain / filtered:.2f}x), labels {'identical' if gain['identical'] else 'DIFFERENT'}")
 
 
 if __name__ == "__main__":

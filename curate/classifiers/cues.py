@@ -355,11 +355,15 @@ def mark_sentences(doc: Doc) -> Doc:
     space = columns[:, 2].astype(bool)
     if space.any():
         strings = doc.vocab.strings
-        # Each distinct whitespace text is looked up once, not once per token.
+        # Whether a whitespace text holds a line break is looked up once per text and process (np.unique and np.isin
+        # cost more than the rest of this function on the short pieces the prefilter hands over).
         spaces = np.flatnonzero(space)
-        kinds = np.unique(orth[spaces])
-        newline = kinds[[("\n" in strings[int(k)]) for k in kinds.tolist()]]
-        breaks = spaces[np.isin(orth[spaces], newline)] if len(newline) else spaces[:0]
+        kinds = orth[spaces].tolist()
+        if len(_NEWLINE) > 100_000:
+            _NEWLINE.clear()
+        for kind in set(kinds).difference(_NEWLINE):
+            _NEWLINE[kind] = "\n" in strings[kind]
+        breaks = spaces[[_NEWLINE[kind] for kind in kinds]]
         if len(breaks):
             words = np.flatnonzero(~space)
             after = np.searchsorted(words, breaks + 1)
@@ -370,6 +374,8 @@ def mark_sentences(doc: Doc) -> Doc:
 
 
 _END_CHAR_IDS: dict[int, np.ndarray] = {}
+# Whitespace texts, by their ids (string hashes, the same in every vocabulary) -> whether they hold a line break.
+_NEWLINE: dict[int, bool] = {}
 
 
 def _end_char_ids(vocab) -> np.ndarray:
@@ -409,12 +415,14 @@ class CueClassifier(Classifier):
     """The matching engine; each version is a list of cues (`cues_v1` is CUES, `cues_v2` and `cues_v3` in
     their modules)."""
 
-    def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1", prefilter: bool = False):
+    def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1", prefilter: bool = True):
         self.name = name
         self.batch_size = batch_size
         self.nlp = _build_nlp()
-        # With `prefilter`, spaCy sees only the lines that hold a place where a cue's match may count (prefilter.py),
-        # each with the context its cues read beyond their sentence, and only matches at such places are counted.
+        # With `prefilter` (the default), spaCy sees only the lines that hold a place where a cue's match may count
+        # (prefilter.py), each with the context its cues read beyond their sentence, and only matches at such places
+        # are counted. The labels are the same either way (tests/classifiers/test_prefilter.py); on real text it
+        # tokenizes ~30 % of the text and saves a little time (bench/tag_throughput.py).
         self.prefilter = Prefilter(cues, self._prefilter_context()) if prefilter else None
         # Fixed phrases go to the PhraseMatcher (a trie, several times faster than token patterns);
         # only cues with numbers or wildcards need the Matcher.

@@ -40,6 +40,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -100,7 +101,8 @@ class Context:
     necessary: Mapping[str, str]
 
 
-def _alternatives(word: str) -> list[str]:
+@cache  # pure, and called for every word of every cue several times while the prefilter is built
+def _alternatives(word: str) -> tuple[str, ...]:
     """A pattern word's alternatives as lower-cased token texts, with both apostrophes (as the engine matches them),
     longest first so that the regular expression tries a word before its prefixes."""
     word = word[:-1] if word.endswith("?") and len(word) > 1 else word
@@ -110,7 +112,7 @@ def _alternatives(word: str) -> list[str]:
         out.add(alt)
         if "'" in alt:
             out.add(alt.replace("'", "’"))
-    return sorted(out, key=lambda a: (-len(a), a))
+    return tuple(sorted(out, key=lambda a: (-len(a), a)))
 
 
 # The commonest of them, in nearly every sentence.
@@ -132,7 +134,7 @@ def _is_optional(word: str) -> bool:
     return word.endswith("?") and len(word) > 1
 
 
-def required_slots(pattern: str) -> list[list[str]]:
+def required_slots(pattern: str) -> list[tuple[str, ...]]:
     """For each word of the pattern that every match holds (not optional, not `NUM` or `*`), its alternatives,
     rarest first: the first is the word the cue is looked up by."""
     slots = [_alternatives(w) for w in pattern.split() if not _is_optional(w) and w not in ("NUM", "*")]
@@ -160,6 +162,14 @@ def _trie_regex(words: Iterable[str]) -> str:
     return build(trie)
 
 
+def _holds_all(present: set[str], slots: list[frozenset[str]]) -> bool:
+    """Whether `present` holds an alternative of every slot (a loop: all() over a generator costs twice as much)."""
+    for slot in slots:
+        if present.isdisjoint(slot):
+            return False
+    return True
+
+
 def _reads_behind(pattern: str | None) -> bool:
     """A rule the prefilter leaves unchecked: one that looks behind the place it is matched at, which the whole text
     and the sentence the engine reads may see differently."""
@@ -169,7 +179,7 @@ def _reads_behind(pattern: str | None) -> bool:
 @dataclass
 class _Cue:
     index: int
-    regex: re.Pattern
+    regex: str  # compiled when a text first needs it (Prefilter.groups): a short input needs few
     exact_end: bool  # the regex's match ends where the engine's does: every word a required literal
     last_num: bool  # every word a required literal but the last, a NUM or `*`: the engine's match ends in its run
     sentence_start: bool
@@ -181,6 +191,7 @@ class _Cue:
     others: list[frozenset[str]]  # the required words' alternatives but the one the cue is looked up by
     margin_before: int
     margin_after: int
+    unchecked: bool = False  # no rule the prefilter checks: every match of the regex may count
 
 
 @dataclass
@@ -210,22 +221,35 @@ class Prefilter:
                     letter_after.setdefault(left.lower(), set()).add(text[at].lower())
                     letter_before.add(right.lower())
         self.cues: list[_Cue] = []
+        # Cues with one pattern (a verdict that is also a failed attempt) are looked for once: (regex, the required
+        # words but the one they are looked up by, the cues).
+        self.groups: list[tuple[str, list[frozenset[str]], list[_Cue]]] = []
+        self._compiled: dict[int, re.Pattern] = {}
+        group_of: dict[str, int] = {}
         by_word: dict[str, list[int]] = {}
         for index, cue in enumerate(cues):
             slots = required_slots(cue.pattern)
             if not slots:
                 raise ValueError(f"cue pattern {cue.pattern!r} has no literal word the prefilter can look for")
-            for word in slots[0]:
-                by_word.setdefault(word, []).append(index)
-            self.cues.append(self._compile(index, cue, letter_before, letter_after))
-        self.by_word = {word: tuple(indices) for word, indices in by_word.items()}
+            compiled = self._compile(index, cue, letter_before, letter_after)
+            self.cues.append(compiled)
+            if cue.pattern not in group_of:
+                group_of[cue.pattern] = len(self.groups)
+                self.groups.append((compiled.regex, compiled.others, []))
+                for word in slots[0]:
+                    by_word.setdefault(word, []).append(group_of[cue.pattern])
+            self.groups[group_of[cue.pattern]][2].append(compiled)
+        self.by_word = {word: tuple(groups) for word, groups in by_word.items()}
         self.leading = frozenset(self.by_word)
         # Every word of every cue's required words; at every position of a run, the longest of them, and with it the
         # words inside it ("the" in "then", "check" in "rechecked"), so overlapping words are all seen.
         self.words = frozenset(w for c in self.cues for slot in c.others for w in slot) | self.leading
         self.lookup = re.compile(f"(?=({_trie_regex(self.words)}))")
-        self.inside = {w: frozenset(o for o in self.words if o in w) for w in self.words}
-        self._words_in: dict[str, frozenset[str]] = {}
+        self.inside = {
+            w: frozenset(w[i:j] for i in range(len(w)) for j in range(i + 1, len(w) + 1) if w[i:j] in self.words)
+            for w in self.words
+        }
+        self._words_in: dict[str, tuple[frozenset[str], frozenset[int]]] = {}
         self.ends = re.compile("[" + "".join(re.escape(c) for c in sorted(context.sentence_end_chars)) + "]")
         # A character class of all of them is slow; most texts are ASCII and need only these.
         self.ascii_ends = re.compile("[" + "".join(re.escape(c) for c in sorted(context.sentence_end_chars) if c.isascii()) + "]")
@@ -268,25 +292,28 @@ class Prefilter:
         )
         necessary = self.context.necessary.get(cue.pattern)
 
-        def compiled(pattern: str | None, anchored: str = "") -> re.Pattern | None:
+        def compiled(pattern: str | None, anchored: bool = False) -> re.Pattern | None:
             if pattern is None or _reads_behind(pattern):
                 return None
-            return re.compile(f"(?:{pattern}){anchored}", re.IGNORECASE)
+            # The engine's own regular expressions, by the same text and flags: re's cache hands back its objects.
+            return re.compile(f"(?:{pattern})\\s*\\Z" if anchored else pattern, re.IGNORECASE)
 
         return _Cue(
             index=index,
-            regex=re.compile("".join(parts)),
+            regex="".join(parts),
             exact_end=all(literal) and not ambiguous,
             last_num=all(literal[:-1]) and words[-1] in ("NUM", "*") and not ambiguous,
             sentence_start=cue.sentence_start,
             then=compiled(cue.then),
-            before=compiled(cue.before, r"\s*\Z"),
-            earlier=compiled(cue.earlier, r"\s*\Z"),
+            before=compiled(cue.before, anchored=True),
+            earlier=compiled(cue.earlier, anchored=True),
             later=compiled(cue.later),
             necessary=re.compile(necessary) if necessary else None,
             others=[frozenset(slot) for slot in required_slots(cue.pattern)[1:]],
             margin_before=self.context.earlier_chars if cue.earlier else 0,
             margin_after=self.context.later_chars if cue.later else 0,
+            unchecked=not (necessary or cue.earlier or cue.sentence_start or cue.before or cue.later)
+            and (cue.then is None or _reads_behind(cue.then)),
         )
 
     @staticmethod
@@ -312,7 +339,7 @@ class Prefilter:
         starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text) if m.end() < len(text)]
         ends: list[int] | None = None  # the sentence-final characters' places, found once a line needs them
         n = len(text)
-        words_in, by_word, cues = self._words_in, self.by_word, self.cues
+        words_in, groups, compiled = self._words_in, self.groups, self._compiled
         allowed: set[tuple[int, int]] = set()
         kept: list[tuple[int, int, int]] = []
         for line, begin in enumerate(starts):
@@ -320,40 +347,49 @@ class Prefilter:
             # A token never spans whitespace, so the words a line holds are those its runs hold; runs repeat a lot
             # across a corpus, and looking each distinct one up once is several times cheaper than scanning lines.
             present: set[str] = set()
+            looked_up: set[int] = set()  # the groups of the cues looked up by a word the line holds
             for run in set(lowered[begin:end].split()):
                 found = words_in.get(run)
                 if found is None:
                     found = self._scan(run)
-                present |= found
-            if not present:
+                if found[0]:
+                    present |= found[0]
+                    looked_up |= found[1]
+            if not looked_up:
                 continue
             before = after = -1
-            for index in sorted({i for word in present & self.leading for i in by_word[word]}):
-                cue = cues[index]
-                if not all(not present.isdisjoint(slot) for slot in cue.others):
+            for group in looked_up:
+                pattern, others, members = groups[group]
+                if not _holds_all(present, others):
                     continue
+                regex = compiled.get(group)
+                if regex is None:
+                    regex = compiled[group] = re.compile(pattern)
                 position = begin
-                while (match := cue.regex.search(lowered, position, end)) is not None:
+                while (match := regex.search(lowered, position, end)) is not None:
                     position = match.start() + 1
                     if ends is None:
                         ends = [m.start() for m in (self.ascii_ends if text.isascii() else self.ends).finditer(text)]
-                    if self._may_count(cue, text, match, begin, end, starts, line, ends):
-                        allowed.add((index, match.start()))
-                        before, after = max(before, cue.margin_before), max(after, cue.margin_after)
+                    for cue in members:
+                        if cue.unchecked or self._may_count(cue, text, match, begin, end, starts, line, ends):
+                            allowed.add((cue.index, match.start()))
+                            before, after = max(before, cue.margin_before), max(after, cue.margin_after)
             if before >= 0:
                 kept.append((line, before, after))
         return Selection(self._regions(text, starts, kept), allowed)
 
     # Distinct runs remembered at most; the cache is emptied when full, so memory stays flat on any corpus.
-    CACHE_RUNS = 200_000
+    CACHE_RUNS = 100_000
 
-    def _scan(self, run: str) -> frozenset[str]:
-        """The words of the cues that `run` holds, as substrings: spaCy's tokens of a run are substrings of it."""
+    def _scan(self, run: str) -> tuple[frozenset[str], frozenset[int]]:
+        """The words of the cues that `run` holds, as substrings (spaCy's tokens of a run are substrings of it), and
+        the groups of the cues looked up by one of them."""
         words = frozenset(o for word in set(self.lookup.findall(run)) if word for o in self.inside[word])
+        groups = frozenset(g for word in words & self.leading for g in self.by_word[word])
         if len(self._words_in) >= self.CACHE_RUNS:
             self._words_in.clear()
-        self._words_in[run] = words
-        return words
+        found = self._words_in[run] = (words, groups)
+        return found
 
     def _may_count(self, cue: _Cue, text: str, match: re.Match, begin: int, end: int, starts: list[int], line: int,
                    ends: list[int]) -> bool:
