@@ -190,7 +190,7 @@ def iter_records(path: str) -> Iterator[tuple[str, int, object]]:
                             yield source, position, ValueError(f"malformed_record: {error}")
 
 
-ALPACA_MARKERS = re.compile(r"Answer Choices:|The options:|Answer1:|(?:^|\s)\(?A[\).:]\s", re.S)
+ALPACA_MARKERS = re.compile(r"Answer Choices:|The options:|Answer1:|(?:^|\s)\(?A[\).:]\s", re.DOTALL)
 
 
 def detect_format(record: object) -> str:
@@ -227,7 +227,7 @@ def _letter_of(answer: object, labels: list[str]) -> str | None:
     text = str(answer).strip()
     if text in labels:
         return LETTERS[labels.index(text)]
-    if m := re.fullmatch(r"answer\s*(\d+)", text, re.I):
+    if m := re.fullmatch(r"answer\s*(\d+)", text, re.IGNORECASE):
         return LETTERS[int(m.group(1)) - 1] if 0 < int(m.group(1)) <= len(LETTERS) else f"#{text}"
     if m := re.fullmatch(r"\(?([A-Ja-j])\)?\.?", text):
         return m.group(1).upper()
@@ -250,7 +250,7 @@ def _options_from(value: object) -> tuple[dict[str, str], list[str]]:
         options = {}
         for i, text in enumerate(value[: len(LETTERS)]):
             text = str(text)
-            if m := re.match(r"\s*\(?([A-J])\)\s*(.*)", text, re.S):
+            if m := re.match(r"\s*\(?([A-J])\)\s*(.*)", text, re.DOTALL):
                 options[m.group(1)] = m.group(2)
             else:
                 options[LETTERS[i]] = text
@@ -260,8 +260,8 @@ def _options_from(value: object) -> tuple[dict[str, str], list[str]]:
 
 INLINE_STYLES = [
     # (where the option list starts, how each option is introduced)
-    (re.compile(r"\s*Answer Choices:\s*", re.I), re.compile(r"\(([A-J])\)\s*")),
-    (re.compile(r"\s*The options:\s*", re.I), re.compile(r"(?:^|\s,\s)([A-J]) \)\s*")),
+    (re.compile(r"\s*Answer Choices:\s*", re.IGNORECASE), re.compile(r"\(([A-J])\)\s*")),
+    (re.compile(r"\s*The options:\s*", re.IGNORECASE), re.compile(r"(?:^|\s,\s)([A-J]) \)\s*")),
     (re.compile(r"\s*\n\s*Answer1:\s*"), re.compile(r"(?:^|\s)Answer(\d+):\s*")),
 ]
 
@@ -269,7 +269,7 @@ INLINE_STYLES = [
 def split_inline_options(text: str) -> tuple[str, dict[str, str]]:
     """Stem and options from a text that lists its options inline; ({} when none are found)."""
     text = re.sub(r"^\s*Please choose the correct answer to the question:\s*", "", text)
-    text = re.sub(r"\s*Answer format:.*$", "", text, flags=re.S)
+    text = re.sub(r"\s*Answer format:.*$", "", text, flags=re.DOTALL)
     for start, marker in INLINE_STYLES:
         m = start.search(text)
         if not m:
@@ -401,24 +401,24 @@ STEM_RULES: list[tuple[str, re.Pattern]] = [
     ("stem_depends_on_options", re.compile(
         r"\b(which|what)\s+(one\s+)?(of|among)\s+(the|these|those)\b|\bwhich\s+(one\s+)?of\b|\bamong the following\b"
         r"|\bof the following\b|\bthe following (is|are|statements?|could|would|must|best|represents?)\b"
-        r"|\b(all|none|each) of the following\b|\bwhich statements?\b|\bwhich (one|choice|option|answer)\b", re.I)),
+        r"|\b(all|none|each) of the following\b|\bwhich statements?\b|\bwhich (one|choice|option|answer)\b", re.IGNORECASE)),
     ("stem_depends_on_options", re.compile(
         r"\b(options?|choices?|answers?)\s*\(?[A-E]\)?\s*(and|or|,)|\b(option|choice)s?\s+\(?[A-E]\)?\b|\(\s*[A-E]\s*\)\s*(and|or)\s*\(\s*[A-E]\s*\)"
-        r"|\b(given|above|below|listed)\s+(options|choices|answers)\b|\b(options|choices) (above|below|given)\b", re.I)),
-    ("stem_depends_on_options", re.compile(r"\bEXCEPT\b|\bexcept\s*(:|\?|$)|\bis not true\b|\bis false\b|\btrue or false\b", re.I)),
+        r"|\b(given|above|below|listed)\s+(options|choices|answers)\b|\b(options|choices) (above|below|given)\b", re.IGNORECASE)),
+    ("stem_depends_on_options", re.compile(r"\bEXCEPT\b|\bexcept\s*(:|\?|$)|\bis not true\b|\bis false\b|\btrue or false\b", re.IGNORECASE)),
     ("stem_depends_on_options", re.compile(
         r"(^|[.?!:;,\n]\s*|\b(then|so|and)\s+)which\s+(?!is\b|are\b|was\b|were\b|has\b|have\b)|(^|[.?!:;\n]\s*)which\b"
-        r"|\bmost likely\b|\bbest (describes?|explains?|represents?|supported|supports)\b|\b(could|might|can|may) be\b\s*(\?|:|$)|\bcould\s+(be|equal)\b", re.I)),
-    ("paired_statements", re.compile(r"Statement\s*1\s*\|?|\b(I|II|III)\.\s|\bI\s+only\b|\bII\s+and\s+III\b", re.S)),
+        r"|\bmost likely\b|\bbest (describes?|explains?|represents?|supported|supports)\b|\b(could|might|can|may) be\b\s*(\?|:|$)|\bcould\s+(be|equal)\b", re.IGNORECASE)),
+    ("paired_statements", re.compile(r"Statement\s*1\s*\|?|\b(I|II|III)\.\s|\bI\s+only\b|\bII\s+and\s+III\b", re.DOTALL)),
 ]
 APPROXIMATE = re.compile(
-    r"\b(approximately|approximate|approx\.?|closest to|nearest to|roughly|estimated?|about how)\b", re.I)
+    r"\b(approximately|approximate|approx\.?|closest to|nearest to|roughly|estimated?|about how)\b", re.IGNORECASE)
 STATED_PRECISION = re.compile(
-    r"nearest\s+(whole|integer|tenth|hundredth|thousandth|cent|dollar|percent|degree|\w+\s+place)|decimal places?|significant (figures|digits)", re.I)
+    r"nearest\s+(whole|integer|tenth|hundredth|thousandth|cent|dollar|percent|degree|\w+\s+place)|decimal places?|significant (figures|digits)", re.IGNORECASE)
 META_GOLD = re.compile(
     r"^\s*(all|none|both|neither)\s+(of\s+)?(the\s+)?(above|these|them|those)\b|^\s*none\s*$|\bcan ?not be determined\b"
     r"|\bcannot be determined\b|\bdata (inadequate|insufficient)\b|\bnot enough information\b|\binsufficient (data|information)\b"
-    r"|\bmore than one\b|^\s*([A-E]|I{1,3}|IV)(\s*(,|and|&|or)\s*([A-E]|I{1,3}|IV))+\s*(only)?\s*$|^\s*(I{1,3}|IV)\s+only\s*$", re.I)
+    r"|\bmore than one\b|^\s*([A-E]|I{1,3}|IV)(\s*(,|and|&|or)\s*([A-E]|I{1,3}|IV))+\s*(only)?\s*$|^\s*(I{1,3}|IV)\s+only\s*$", re.IGNORECASE)
 
 
 # A stem that asks nothing: no question mark and no instruction ("A curve is given parametrically by the
@@ -426,23 +426,23 @@ META_GOLD = re.compile(
 ASKS = re.compile(
     r"\?|\b(what|how|which|who|whom|whose|when|where|why|find|calculate|compute|determine|evaluate|solve|simplify|"
     r"give|express|estimate|write|convert|factor|factorise|factorize|expand|round|state|name|identify|list|show|prove|"
-    r"derive|rationali[sz]e|add|subtract|multiply|divide)\b", re.I)
+    r"derive|rationali[sz]e|add|subtract|multiply|divide)\b", re.IGNORECASE)
 # "... the length of the garden is :" asks for the value it names (a completion stem), unlike a sentence cut off.
-COMPLETION = re.compile(r"\b(is|are|was|were|be|equals?|equal to|becomes?|amounts? to|costs?)\s*[:\-.\s]*$", re.I)
+COMPLETION = re.compile(r"\b(is|are|was|were|be|equals?|equal to|becomes?|amounts? to|costs?)\s*[:\-.\s]*$", re.IGNORECASE)
 ENDS_SENTENCE = re.compile(r"[.?!)\]}$\"'”’]\s*$")
 # Motion under gravity with no value for g: the gold then encodes the writer's choice (9.8 or 10 m/s^2).
 GRAVITY_MOTION = re.compile(
     r"\b(dropped|falls?|falling|fell|thrown|projectile|free[- ]fall|freely|gravity|gravitational acceleration|"
-    r"vertically upwards?|pendulum|inclined plane|incline)\b", re.I)
+    r"vertically upwards?|pendulum|inclined plane|incline)\b", re.IGNORECASE)
 # Found in the read sample (bench/mcqa_read_sample.jsonl): a kicked ball's flight time, a motor lifting a mass, an
 # accelerating elevator's apparent weight, the share of a floating body weighed in newtons all use the writer's g.
 # Narrow on purpose: an escalator's 'staircase elevator', people's weight in an elevator, a boat floating on a lake
 # (density alone) and a steamer's float need no g.
 GRAVITY_FORCE = re.compile(
     r"\bkicked\b|\blaunch(?:ed)? (?:angle|speed|velocity)\b|\blift(?:s|ing|ed)?\b[^.?!]*\b(?:kg|kilograms?)\b"
-    r"|\belevator\b[^.?!]*\baccelerat|\bapparent weight\b|\bfloat(?:s|ing)?\b(?=.*\d\s*N\b)|\d\s*N\b(?=.*\bfloat)", re.I | re.S)
+    r"|\belevator\b[^.?!]*\baccelerat|\bapparent weight\b|\bfloat(?:s|ing)?\b(?=.*\d\s*N\b)|\d\s*N\b(?=.*\bfloat)", re.IGNORECASE | re.DOTALL)
 GRAVITY_GIVEN = re.compile(
-    r"\bg\s*=|9\.8|\b10\s*m\s*/\s*s(\^?2|²)|acceleration (due to|of) gravity (is|of|=|as)|\btake g\b", re.I)
+    r"\bg\s*=|9\.8|\b10\s*m\s*/\s*s(\^?2|²)|acceleration (due to|of) gravity (is|of|=|as)|\btake g\b", re.IGNORECASE)
 # Questions about how a number is written, not its value.
 FORM_ASKED = re.compile(
     r"\b(expanded|standard|word|exponential|exponent|factored|scientific) (form|notation)\b|\bprime factori[sz]ation\b"
@@ -460,7 +460,7 @@ MODULAR_RING = re.compile(r"\bZ_?\{?\d+\}?\s*\[\s*[a-z]\s*\]")
 # Options that point at other options: meaningful only next to them.
 TOGETHER = re.compile(
     r"\b(both|all|none|neither)\s+(of\s+)?(the\s+)?(above|these|them|those)\b|\bboth\s+\(?[A-E]\)?\s+and\s+\(?[A-E]\)?"
-    r"|^\s*\(?[A-E]\)?\s+(and|or|&)\s+\(?[A-E]\)?\s*$|\bneither\s+\(?[A-E]\)?\s+nor\s+\(?[A-E]\)?|^\s*none\s*$", re.I)
+    r"|^\s*\(?[A-E]\)?\s+(and|or|&)\s+\(?[A-E]\)?\s*$|\bneither\s+\(?[A-E]\)?\s+nor\s+\(?[A-E]\)?|^\s*none\s*$", re.IGNORECASE)
 
 
 def truncated_reason(stem: str) -> str | None:
@@ -499,9 +499,9 @@ def stem_reason(stem: str) -> str | None:
 # ----------------------------------------------------------------------------------------------
 # Answers: option text -> LaTeX that math-verify parses
 
-NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS = {w: str(i) for i, w in enumerate([
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])}
 UNITS = sorted({
     "km/hr", "km/h", "kmph", "kmh", "km/hour", "m/s", "m/sec", "mph", "km", "cm", "mm", "m", "kg", "g", "gm", "gms", "mg",
     "l", "ml", "litres", "liters", "litre", "liter", "hours", "hour", "hrs", "hr", "minutes", "minute", "min", "mins",
@@ -512,9 +512,9 @@ UNITS = sorted({
     "n", "j", "kj", "w", "kw", "v", "ohm", "ohms", "hz", "khz", "pa", "kpa", "atm", "mol", "k", "ev", "°c", "°f",
     "m/s^2", "km^2", "mm^2", "mm^3", "ft^2", "ft^3", "in^2", "km/s", "kg/m^3", "g/cm^3", "kg m/s", "n/m", "c", "men", "women", "boys", "girls", "students", "persons", "people", "workers",
     "children", "balls", "marbles", "apples", "books", "pages", "votes", "times", "steps", "revolutions", "rounds",
-    "rs", "rs.", "rupees", "games", "matches", "employees", "members", "players", "trees", "cows", "ways", "seats", "tickets", "items",
+    "rs", "rs.", "games", "matches", "employees", "members", "players", "trees", "cows", "ways", "seats", "tickets", "items",
 }, key=len, reverse=True)
-UNIT_RE = re.compile(r"^(?P<value>.*?[\d}\)a-z])\s*(?P<unit>" + "|".join(re.escape(u) for u in UNITS) + r")\.?$", re.I)
+UNIT_RE = re.compile(r"^(?P<value>.*?[\d}\)a-z])\s*(?P<unit>" + "|".join(re.escape(u) for u in UNITS) + r")\.?$", re.IGNORECASE)
 # SI units with an optional prefix, matched case-sensitively ("mm" is not "Mm", "ms" not "Ms"): "50 μN", "2.5 ns",
 # "42.58 MHz", "2 A", "2.9 T". Only after a space: "3kT" is k times T and "4F" four times F; and "7 pm" is a time.
 SI_BASE = r"(?:mol|Hz|Pa|eV|Wb|Ω|[mgsAVWJNCFTLK])"
@@ -530,7 +530,7 @@ ELEMENTS = frozenset(re.findall(r"[A-Z][a-z]?", (
     "EuGdTbDyHoErTmYbLuHfTaWReOsIrPtAuHgTlPbBiPoAtRnFrRaAcThPaUNpPuAmCmBkCfEsFmMdNoLr")))
 MICRO_SYMBOL = re.compile(r"μ(?!" + SI_BASE + r"(?:/\S+)?\s*$)")
 CHEMICAL = re.compile(r"^\s*\d{0,3}((?:[A-Z][a-z]?\d*)+)[+-]?\s*$")
-CURRENCY_RE = re.compile(r"^\s*(?:\\?\$|rs\s*\.?|inr|usd|€|£|¥)\s*", re.I)
+CURRENCY_RE = re.compile(r"^\s*(?:\\?\$|rs\s*\.?|inr|usd|€|£|¥)\s*", re.IGNORECASE)
 GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "Delta", "θ": "theta", "λ": "lambda", "μ": "mu",
          "ρ": "rho", "σ": "sigma", "τ": "tau", "φ": "phi", "ω": "omega", "Ω": "Omega"}
 
@@ -596,7 +596,7 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset(),
         s = NUMBER_WORDS[s.lower()]
     # "9.8 m/s2", "20 cm3" (also m/s², NFKC-folded to 2): the power of a unit, not a subscript.
     s = re.sub(r"(?<=\s)((?:m/s|cm|mm|km|ft|in|m|kg/m|g/cm))\s*\^?\s*([23])$", r"\1^\2", s)
-    if m := re.fullmatch(r"(.*?)\s*(\\?%|percent|per cent)", s, re.I):
+    if m := re.fullmatch(r"(.*?)\s*(\\?%|percent|per cent)", s, re.IGNORECASE):
         s = m.group(1).strip()
         info["percent"] = True
     elif (m := UNIT_RE.match(s)) and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group("value"))):
@@ -732,7 +732,7 @@ INSTRUCTIONS = {
 
 def rewrite_stem(stem: str, answer: Answer) -> str:
     stem, _ = split_inline_options(stem)
-    stem = re.sub(r"\s*(Answer Choices|Options|Choices)\s*:.*$", "", stem, flags=re.S | re.I).strip()
+    stem = re.sub(r"\s*(Answer Choices|Options|Choices)\s*:.*$", "", stem, flags=re.DOTALL | re.IGNORECASE).strip()
     stem = re.sub(r"\s+([?.,])", r"\1", stem) if " ?" in stem or " ," in stem else stem
     if stem and stem[0].islower():
         stem = stem[0].upper() + stem[1:]
@@ -772,22 +772,22 @@ def rounded_reason(stem: str, answer: Answer) -> str | None:
 
 def convert_item(item: MCItem) -> Converted | Rejected:
     """The open-answer item, or a rejection with its reason. Unbounded: call through `convert_bounded`."""
-    reject = lambda reason: Rejected(item.id, item.source, reason)  # noqa: E731
-    stem, inline = split_inline_options(item.question)
+    reject = lambda reason: Rejected(item.id, item.source, reason)
+    stem, _ = split_inline_options(item.question)
     if reason := stem_reason(stem):
         return reject(reason)
     gold_text = item.options[item.gold_letter]
     if META_GOLD.search(gold_text):
         return reject(f"gold_meta_option: {gold_text.strip()[:40]!r}")
     for letter, text in item.options.items():
-        if TOGETHER.search(text) and letter != item.gold_letter and not re.search(r"\bnone of (these|the above)\b", text, re.I):
+        if TOGETHER.search(text) and letter != item.gold_letter and not re.search(r"\bnone of (these|the above)\b", text, re.IGNORECASE):
             # "both A and B" as a distractor says A and B were written to be weighed against each other.
             return reject(f"options_meaningful_together: option {letter} {text.strip()[:30]!r}")
     if reason := unstated_constant_reason(stem, item.options):
         return reject(reason)
     for letter, text in item.options.items():
         # A stem that names the options by letter ("if A is true …") cannot stand without them.
-        if re.search(rf"\b(option|choice|answer)\s*\(?{letter}\)?(?![\w])", stem, re.I):
+        if re.search(rf"\b(option|choice|answer)\s*\(?{letter}\)?(?![\w])", stem, re.IGNORECASE):
             return reject(f"stem_depends_on_options: refers to option {letter}")
     if (m := TIME_OF_DAY.fullmatch(gold_text)) and (m.group("half") or ASKS_TIME.search(stem)):
         return reject(f"time_of_day: {gold_text.strip()[:20]!r} is a clock time, not a number or ratio the reward grades")
@@ -870,7 +870,7 @@ def convert_bounded(item: MCItem | Rejected, seconds: float = ITEM_SECONDS) -> C
         return call_bounded(convert_item, item, seconds=seconds)
     except CheckTimeout as error:
         return Rejected(item.id, item.source, f"verify_timeout: {error}")
-    except Exception as error:  # a sympy failure on one item must not stop the run
+    except Exception as error:  # noqa: BLE001 - a sympy failure on one item must not stop the run
         return Rejected(item.id, item.source, f"check_error: {type(error).__name__}: {str(error)[:200]}")
 
 

@@ -542,8 +542,8 @@ def clean_sources(
         for record in _jsonl(stage / "rejects" / "contaminated.jsonl"):
             excluded.setdefault(record["id"], (
                 "contaminated_source",
-                f"{record['benchmark']} item {record['benchmark_item']} ({record['benchmark_field']}): "
-                f"{record['field']} matched {record['match']} {record['ngram']!r}",
+                (f"{record['benchmark']} item {record['benchmark_item']} ({record['benchmark_field']}): "
+                 f"{record['field']} matched {record['match']} {record['ngram']!r}"),
             ))
         sections["decontam"] = _with_note(decontam_card_section(result), "contaminated_source")
         _keep_reports(stage, output, "decontam.json", "contaminated.jsonl")

@@ -235,7 +235,7 @@ async def sample_rollout(document: Document, generate, meter: SampleMeter) -> di
         # Threads: math-verify can take a while on odd answers, and the event loop keeps other requests moving.
         reward = await asyncio.to_thread(
             get_reward(document.metadata["data_source"]).score, result.text, document.metadata["ground_truth"])
-    except Exception as failure:  # a reward that breaks on one answer must not lose the others
+    except Exception as failure:  # noqa: BLE001 - a reward that breaks on one answer must not lose the others
         error = f"reward: {type(failure).__name__}: {str(failure)[:300]}"
     meter.add(reward)
     return {"text": result.text, "reward": reward, "finish_reason": result.finish_reason, "error": error,

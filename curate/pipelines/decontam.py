@@ -36,10 +36,28 @@ from curate.data_cards.cards import reproduce_command
 from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.dedup import (
-    ROW, STATE, RemovedWriter, first_record_keys, RowReader, RowWriter, count_rows, jsonl_glob, move_read_rejects, resolve_input,
-    stage_output, write_jsonl_query, write_report,
+    ROW,
+    STATE,
+    RemovedWriter,
+    RowReader,
+    RowWriter,
+    count_rows,
+    first_record_keys,
+    jsonl_glob,
+    move_read_rejects,
+    resolve_input,
+    stage_output,
+    write_jsonl_query,
+    write_report,
 )
-from curate.pipelines.executors import ExecutorOptions, Stage, finish_stage, input_signature, resumable_stage, run_stages
+from curate.pipelines.executors import (
+    ExecutorOptions,
+    Stage,
+    finish_stage,
+    input_signature,
+    resumable_stage,
+    run_stages,
+)
 from curate.pipelines.steps import SplitRejects
 
 BENCHMARKS_DIR_ENV = "CURATE_BENCHMARKS_DIR"
@@ -428,13 +446,13 @@ def decontam_card_section(result: DecontamResult) -> str:
     p = result.parameters
     lines = [
         "## Benchmark decontamination\n",
-        f"Rows whose {', '.join(f'`{f}`' for f in p['fields'])} share a word {p['n_grams']}-gram with a benchmark item "
-        "(after lowercasing, LaTeX spacing and punctuation removal, numbers -> 0), or a field shorter than that lying "
-        f"whole inside an item (at least {p['short_min_tokens']} words), were removed.\n",
+        (f"Rows whose {', '.join(f'`{f}`' for f in p['fields'])} share a word {p['n_grams']}-gram with a benchmark item "
+         "(after lowercasing, LaTeX spacing and punctuation removal, numbers -> 0), or a field shorter than that lying "
+         f"whole inside an item (at least {p['short_min_tokens']} words), were removed.\n"),
         "| benchmark | items | rows removed |", "|---|---|---|",
     ]
     for name, info in result.index.benchmarks.items():
         lines.append(f"| {name} | {info['items']:,} | {result.hits.get(name, 0):,} |")
-    lines += ["", f"{result.removed:,} of {result.read:,} rows removed; {result.kept:,} kept. Removed rows are in "
-              "`rejects/contaminated.jsonl` with the benchmark item and the n-gram they matched."]
+    lines += ["", (f"{result.removed:,} of {result.read:,} rows removed; {result.kept:,} kept. Removed rows are in "
+                   "`rejects/contaminated.jsonl` with the benchmark item and the n-gram they matched.")]
     return "\n".join(lines)
