@@ -49,6 +49,22 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
         yield file
 
 
+@contextmanager
+def atomic_open_kept(path: str | Path, mode: str = "w") -> Iterator[IO]:
+    """Like atomic_open, except that PATH also takes what was written when the block raises: for records that say
+    why a run failed (its rejects), which must outlive the failure. A reader still never sees the file while it is
+    being written; a killed process leaves only PATH.partial, which the next run's write replaces."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = _partial(path)
+    file = open(partial, mode, encoding=None if "b" in mode else "utf-8")  # noqa: SIM115 - closed in the finally below
+    try:
+        yield file
+    finally:
+        file.close()
+        os.replace(partial, path)
+
+
 def write_text_atomic(path: str | Path, text: str) -> Path:
     with atomic_path(path) as partial:
         partial.write_text(text, encoding="utf-8")

@@ -2,7 +2,16 @@
 
 import pytest
 
-from curate.files import PARTIAL, REPLACED, atomic_folder, atomic_open, atomic_path, replace_folder, write_text_atomic
+from curate.files import (
+    PARTIAL,
+    REPLACED,
+    atomic_folder,
+    atomic_open,
+    atomic_open_kept,
+    atomic_path,
+    replace_folder,
+    write_text_atomic,
+)
 
 
 def test_a_finished_write_replaces_the_file_and_leaves_no_partial(tmp_path):
@@ -37,6 +46,20 @@ def test_atomic_open_writes_text_as_utf8_and_removes_the_partial_on_failure(tmp_
         raise ValueError("crash mid-write")
     assert path.read_bytes() == "ünïcode\n".encode()
     assert sorted(p.name for p in path.parent.iterdir()) == ["rows.jsonl"]
+
+
+def test_atomic_open_kept_puts_what_was_written_in_place_even_when_the_block_raises(tmp_path):
+    path = tmp_path / "rejects" / "rejects.jsonl"
+    write_text_atomic(path, "an earlier run's\n")
+    with pytest.raises(RuntimeError), atomic_open_kept(path) as out:
+        out.write('{"reason": "ünwanted"}\n')
+        assert path.read_text() == "an earlier run's\n"  # readers see the old file while this one is written
+        raise RuntimeError("the build gave up")
+    assert path.read_text(encoding="utf-8") == '{"reason": "ünwanted"}\n'
+    assert sorted(p.name for p in path.parent.iterdir()) == ["rejects.jsonl"]
+    with atomic_open_kept(path, "wb") as out:
+        out.write(b"whole")
+    assert path.read_bytes() == b"whole"
 
 
 def test_atomic_folder_swaps_the_whole_folder_in_or_leaves_the_old_one(tmp_path):
