@@ -37,6 +37,7 @@ from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
 
+from curate.files import write_text_atomic
 from curate.pipelines.executor_options import LOCAL, ExecutorConfigError, ExecutorOptions
 from curate.pipelines.readers import NoInputFilesError
 
@@ -264,9 +265,7 @@ def resumable_stage(stage: Path, key: dict) -> bool:
         pass
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
-    partial = manifest.with_name(STAGE_MANIFEST + ".partial")
-    partial.write_text(json.dumps(wanted, indent=2))
-    partial.replace(manifest)
+    write_text_atomic(manifest, json.dumps(wanted, indent=2))
     return False
 
 

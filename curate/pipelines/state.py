@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.files import write_text_atomic
 
 OWNER_FILE = ".curate-output.json"
 STATE = ".curate"  # every job's own bookkeeping inside its output folder: the one definition
@@ -55,10 +56,7 @@ class OutputClaim:
 
 
 def _write_record(output: Path, record: dict) -> None:
-    output.mkdir(parents=True, exist_ok=True)
-    partial = output / (OWNER_FILE + ".partial")
-    partial.write_text(json.dumps(record, indent=2, sort_keys=True))
-    partial.replace(output / OWNER_FILE)
+    write_text_atomic(output / OWNER_FILE, json.dumps(record, indent=2, sort_keys=True))
 
 
 def _remove(output: Path, names: list[str]) -> None:
