@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from curate.data_cards.cards import size_category
 from curate.errors import CurateError
+from curate.files import PARTIAL, write_text_atomic
 from curate.pipelines.state import STATE
 
 README = "README.md"
@@ -215,7 +216,7 @@ def validate_dataset(directory: str | Path, include_rejects: bool = True) -> Pub
             upload[_relative(directory, image)] = image
     if include_rejects and (directory / "rejects").is_dir():
         for path in sorted((directory / "rejects").rglob("*")):
-            if path.is_file() and path.stat().st_size > 0 and not path.name.endswith(".partial"):
+            if path.is_file() and path.stat().st_size > 0 and not path.name.endswith(PARTIAL):
                 upload[_relative(directory, path)] = path
     if problems:
         raise InvalidDatasetError(directory, problems)
@@ -309,13 +310,9 @@ def publish(
 
 
 def _record(directory: Path, result: PublishResult, endpoint: str) -> None:
-    state = directory / STATE
-    state.mkdir(exist_ok=True)
     record = {
         "repo_id": result.repo_id, "private": result.private, "endpoint": endpoint, "commit_url": result.commit_url,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "files": [asdict(f) for f in result.plan.files], "deleted": result.deleted,
     }
-    tmp = state / (PUBLISHED + ".partial")
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(state / PUBLISHED)
+    write_text_atomic(directory / STATE / PUBLISHED, json.dumps(record, indent=2))
