@@ -10,8 +10,6 @@ test, which neither training nor threshold choice has seen.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ from curate.classifiers.distilled import (
 )
 from curate.console import ProgressBar
 from curate.errors import CurateError
+from curate.files import atomic_folder
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
@@ -223,6 +222,11 @@ def _matched_texts(spec: InputSpec, labels: dict[str, tuple], limit: int, progre
     return ids, texts, rejects
 
 
+def _refuse_filled(output: Path) -> None:
+    if output.exists() and any(output.iterdir()):
+        raise DistillError(f"{output} exists and is not empty; give a new --output directory")
+
+
 def train_distilled(
     labels_dir: str | Path,
     spec: InputSpec,
@@ -245,8 +249,7 @@ def train_distilled(
         raise DistillError(f"unknown head {head!r}; expected one of {', '.join(HEAD_KINDS)}")
     started = time.time()
     output = Path(output).expanduser()
-    if output.exists() and any(output.iterdir()):
-        raise DistillError(f"{output} exists and is not empty; give a new --output directory")
+    _refuse_filled(output)
     labels, classifiers = load_labels(labels_dir)
     if not labels:
         raise DistillError(f"no usable labels in {labels_dir}: every row has an error (or none was routed to the LLM)")
@@ -327,18 +330,13 @@ def train_distilled(
         "behaviors": {r.behavior: {k: v for k, v in asdict(r).items() if k != "behavior"} for r in report.behaviors},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    try:
+    # The model folder appears whole or not at all; an empty one gives way to it, one filled while the heads
+    # trained is refused again rather than replaced.
+    with atomic_folder(output) as staging:
         heads.save(staging / HEADS)
         if curves:
             _plot(curves, staging / PR_PLOT)
         (staging / METADATA).write_text(json.dumps(metadata, indent=2))
-        if output.exists():
-            output.rmdir()  # empty, checked above
-        staging.replace(output)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        _refuse_filled(output)
     report.seconds = time.time() - started
     return report

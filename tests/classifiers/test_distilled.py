@@ -174,8 +174,10 @@ def test_mlp_head_learns_and_round_trips(tmp_path):
 def test_mlp_model_dir_records_head_type_and_loads(trained, tmp_path):
     """--head mlp: the model dir records the head type (format 2) and the classifier scores with the network;
     a logistic dir written before the option (no head type recorded) still loads as logistic."""
+    (tmp_path / "mlp").mkdir()  # an empty output folder gives way to the model folder
     report = train_distilled(trained["tags"], trained["spec"], tmp_path / "mlp", max_chunks=1, min_positives=4, limit=24,
                              seed=1, progress=False, head="mlp", hidden=16, regularization=1e-2)
+    assert [p.name for p in tmp_path.iterdir()] == ["mlp"]  # no staging folder left beside it
     metadata, heads = load_model_dir(report.model_dir)
     assert metadata["head"]["type"] == "mlp" and metadata["format_version"] == 2 and heads.kind == "mlp"
     assert {r.behavior for r in report.behaviors if r.trained} == set(heads.behaviors) and not heads.weights
