@@ -27,6 +27,8 @@ import random
 import re
 import shutil
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +59,7 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.errors import CurateError
+from curate.files import atomic_open_kept, atomic_path, write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.state import STATE
@@ -65,7 +68,6 @@ from curate.rewards.registry import check_format_score
 
 CONTROLS = ("empty_cot", "placeholder_cot")
 ALL_VARIANTS = (*VARIANTS, *CONTROLS)
-PARTIAL = ".partial"
 EMPTY_THINK = " "
 # Filler units tried in turn until one tokenizes to exactly the wanted count.
 FILLER_UNITS = (" .", ".", " …", " #", " -", "\n")
@@ -283,24 +285,29 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     (output / "rejects").mkdir()
     (output / STATE).mkdir()
     parameters = {**vars(config), "classifier_resolved": classifier.name}
-    (output / STATE / "parameters.json").write_text(json.dumps(parameters, indent=2, default=list))
+    write_text_atomic(output / STATE / "parameters.json", json.dumps(parameters, indent=2, default=list))
 
     wanted = {"train": config.n, "test": config.test_n}
     kept = {"train": 0, "test": 0}
     test_share = config.test_n / (config.n + config.test_n)
     rng = random.Random(config.seed)
-    writers = {s: _PartialParquet(output / "data" / f"{s}-00000.parquet") for s in wanted if wanted[s]}
-    rejects_path = output / "rejects" / "rejects.jsonl"
-    rejects = open(rejects_path.with_name(rejects_path.name + PARTIAL), "w", encoding="utf-8")  # noqa: SIM115 - closed in the finally below
     result = PrimingResult(output=output, rows=kept, attempted=0)
     seen: set = set()
     max_problems = config.max_attempts_factor * (config.n + config.test_n)
     drawn = 0
     sizes = config.sizes
     oversample = config.llm_oversample if config.writer == "llm" else 1.0
-    bar = ProgressBar(f"{config.variant} ({config.answers})", total=config.n + config.test_n, enabled=progress,
-                      unit="trace")
-    try:
+    # Closed in reverse order when the loop ends: the bar, then the rejects, which are kept even when the build
+    # fails (they say why), then the data files, which appear only when the loop finished.
+    with ExitStack() as stack:
+        writers = {
+            s: stack.enter_context(_parquet_rows(output / "data" / f"{s}-00000.parquet")) for s in wanted if wanted[s]
+        }
+        rejects = stack.enter_context(atomic_open_kept(output / "rejects" / "rejects.jsonl"))
+        bar = ProgressBar(
+            f"{config.variant} ({config.answers})", total=config.n + config.test_n, enabled=progress, unit="trace"
+        )
+        stack.callback(bar.close)
         while any(kept[s] < wanted[s] for s in wanted):
             batch: list[tuple[Problem, str]] = []
             quota = {s: math.ceil(oversample * (wanted[s] - kept[s])) for s in wanted}
@@ -333,17 +340,6 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
                 writers[split].write(row)
                 kept[split] += 1
                 bar.advance()
-    except BaseException:
-        for writer in writers.values():
-            writer.abort()
-        raise
-    finally:
-        bar.close()
-        # Rejects are kept even when the build fails: they say why.
-        rejects.close()
-        Path(rejects.name).replace(rejects_path)
-    for writer in writers.values():
-        writer.close()
     judge = None
     if config.judge is not None:
         requested = frozenset(b.value for b in config.requested)
@@ -352,7 +348,7 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     result.stats = dataset_stats(output, result)
     if judge is not None:
         result.stats["judge"] = {"model": config.judge["model"], **judge}
-    (output / STATE / "stats.json").write_text(json.dumps(result.stats, indent=2))
+    write_text_atomic(output / STATE / "stats.json", json.dumps(result.stats, indent=2))
     write_priming_card(output, config, classifier.name, result, dedup, decontam, benchmarks_dir)
     # After the card: each adds its own report section to it. The question is the Countdown template around
     # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
@@ -491,34 +487,33 @@ def written_traces(output: Path) -> list[JudgedTrace]:
     return traces
 
 
-class _PartialParquet:
-    """Rows streamed into NAME.partial in row groups, renamed to NAME once complete."""
+class _RowGroups:
+    """Rows buffered and written to a Parquet writer in row groups of ROW_GROUP rows."""
 
-    def __init__(self, path: Path, row_group: int = 512):
-        self.path = path
-        self.partial = path.with_name(path.name + PARTIAL)
-        self.writer = pq.ParquetWriter(self.partial, ROW_SCHEMA)
+    def __init__(self, writer: pq.ParquetWriter, row_group: int):
+        self.writer = writer
         self.buffer: list[dict] = []
         self.row_group = row_group
 
     def write(self, row: dict) -> None:
         self.buffer.append(row)
         if len(self.buffer) >= self.row_group:
-            self._flush()
+            self.flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         if self.buffer:
             self.writer.write_table(pa.Table.from_pylist(self.buffer, schema=ROW_SCHEMA))
             self.buffer = []
 
-    def close(self) -> None:
-        self._flush()
-        self.writer.close()
-        self.partial.replace(self.path)
 
-    def abort(self) -> None:
-        self.writer.close()
-        self.partial.unlink(missing_ok=True)
+@contextmanager
+def _parquet_rows(path: Path, row_group: int = 512) -> Iterator[_RowGroups]:
+    """Rows streamed into PATH.partial (curate.files.atomic_path): PATH appears once the block ends with every row
+    written, and nothing is left when it raises."""
+    with atomic_path(path) as partial, pq.ParquetWriter(partial, ROW_SCHEMA) as writer:
+        rows = _RowGroups(writer, row_group)
+        yield rows
+        rows.flush()
 
 
 def dataset_stats(output: Path, result: PrimingResult) -> dict:

@@ -28,6 +28,7 @@ from datatrove.pipeline.writers.jsonl import JsonlWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.llm import DocumentPrompt, default_chat_template_kwargs, parse_joint
 from curate.errors import CurateError
+from curate.files import write_text_atomic
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
@@ -204,10 +205,7 @@ def judge_traces(
                 "prompt_version": prompt.version,
             }
         )
-    destination = root / VERDICTS
-    partial_path = destination.with_name(destination.name + ".partial")
-    partial_path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    partial_path.replace(destination)
+    write_text_atomic(root / VERDICTS, "".join(json.dumps(row) + "\n" for row in rows))
     return rows
 
 
