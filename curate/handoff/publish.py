@@ -17,7 +17,7 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 import pyarrow.parquet as pq
@@ -234,13 +234,13 @@ def _load_with_datasets(directory: Path, rows: dict[str, dict[str, int]]) -> lis
     for name, splits in rows.items():
         try:
             loaded = load_dataset(str(directory), name=name, streaming=True)
-        except Exception as error:  # datasets raises many types for unreadable files; all mean "not loadable"
+        except Exception as error:  # noqa: BLE001 - unreadable files raise many types; all mean "not loadable"
             problems.append(f"config {name!r} does not load with datasets: {type(error).__name__}: {error}")
             continue
         for split in loaded:
             try:
                 next(iter(loaded[split]), None)
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - as above, for the first row of each split
                 problems.append(f"config {name!r}, split {split!r} cannot be read: {type(error).__name__}: {error}")
                 continue
             if split not in splits:
@@ -297,7 +297,7 @@ def publish(
             repo_id, operations, repo_type="dataset",
             commit_message=commit_message or f"curate publish: {len(plan.files)} files",
         )
-    except Exception as error:  # network, HTTP and Hub errors all end the same way: nothing published
+    except Exception as error:  # noqa: BLE001 - network, HTTP and Hub errors all end the same way: nothing published
         raise UploadError(
             f"upload to {repo_id} at {api.endpoint} failed; nothing was changed locally. "
             f"{type(error).__name__}: {_redact(str(error), token)}",
@@ -312,7 +312,7 @@ def publish(
 def _record(directory: Path, result: PublishResult, endpoint: str) -> None:
     record = {
         "repo_id": result.repo_id, "private": result.private, "endpoint": endpoint, "commit_url": result.commit_url,
-        "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "files": [asdict(f) for f in result.plan.files], "deleted": result.deleted,
     }
     write_text_atomic(directory / STATE / PUBLISHED, json.dumps(record, indent=2))
