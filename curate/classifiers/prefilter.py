@@ -162,6 +162,9 @@ def _trie_regex(words: Iterable[str]) -> str:
     return build(trie)
 
 
+_NOTHING: tuple[frozenset[str], frozenset[int]] = (frozenset(), frozenset())
+
+
 def _holds_all(present: set[str], slots: list[frozenset[str]]) -> bool:
     """Whether `present` holds an alternative of every slot (a loop: all() over a generator costs twice as much)."""
     for slot in slots:
@@ -379,7 +382,7 @@ class Prefilter:
         return Selection(self._regions(text, starts, kept), allowed)
 
     # Distinct runs remembered at most; the cache is emptied when full, so memory stays flat on any corpus.
-    CACHE_RUNS = 100_000
+    CACHE_RUNS = 200_000
 
     def _scan(self, run: str) -> tuple[frozenset[str], frozenset[int]]:
         """The words of the cues that `run` holds, as substrings (spaCy's tokens of a run are substrings of it), and
@@ -388,7 +391,8 @@ class Prefilter:
         groups = frozenset(g for word in words & self.leading for g in self.by_word[word])
         if len(self._words_in) >= self.CACHE_RUNS:
             self._words_in.clear()
-        found = self._words_in[run] = (words, groups)
+        # Most runs hold no cue's word: they share one value.
+        found = self._words_in[run] = (words, groups) if words else _NOTHING
         return found
 
     def _may_count(self, cue: _Cue, text: str, match: re.Match, begin: int, end: int, starts: list[int], line: int,
