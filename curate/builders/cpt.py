@@ -212,7 +212,7 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         classifiers = [r[0] for r in connection.sql("SELECT DISTINCT classifier FROM shards ORDER BY 1").fetchall()]
         if len(classifiers) != 1:
             raise CPTError(f"{tags} holds shards of several classifiers ({', '.join(map(str, classifiers))}); "
-                           "pass one classifier's folder, e.g. tags/cues_v3")
+                           "pass one classifier's folder, e.g. tags/cues_v6")
         domain_column = domain_key if domain_key in columns else "domain" if domain_key is None and "domain" in columns else None
         domain = f'CAST("{domain_column}" AS VARCHAR)' if domain_column else "CAST(NULL AS VARCHAR)"
         seed = int(selection.seed)

@@ -477,7 +477,7 @@ def mcqa(
                 decontam="Remove candidates overlapping these benchmarks.")
 @input_group(texts=True)
 def cpt(
-    tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v3).")],
+    tags: Annotated[Path, typer.Option(help="One classifier's attribute shards (e.g. tags/cues_v6).")],
     tokens: Annotated[str, typer.Option(help="Token budget of each set, e.g. 8.3M.")],
     tokenizer: Annotated[str, typer.Option(help="Tokenizer (path or hub name) that counts and packs the tokens.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder: enriched/, minimized/, exports/.")],
@@ -537,12 +537,12 @@ def cpt(
 
     Examples:
 
-        curate cpt --tags tags/cues_v3 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
+        curate cpt --tags tags/cues_v6 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
 
         curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
             --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
 
-        curate cpt --tags /shared/tags/cues_v3 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
+        curate cpt --tags /shared/tags/cues_v6 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
     from curate.builders.cpt import CPTError, CPTSelection, RewriteOptions, SolutionJudgeOptions, run_cpt
 

@@ -260,7 +260,7 @@ def eval_gate(
 @app.command("distill")
 @input_group(texts=True)
 def distill(
-    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v3 or tags/llm_v1).")],
+    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v6 or tags/llm_v1).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
     embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
     max_chunks: Annotated[int, typer.Option(help="Token windows embedded per long document, spread over it.", min=1)] = 8,
@@ -281,7 +281,7 @@ def distill(
 
         curate tag --input corpus/ --classifier cues --output tags
 
-        curate distill --labels tags/cues_v3 --texts corpus/ --output models/distilled-cues
+        curate distill --labels tags/cues_v6 --texts corpus/ --output models/distilled-cues
 
         curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
 

@@ -39,7 +39,7 @@ from curate.pipelines.tag import file_fingerprints
 class CPTParameters(CorpusParameters):
     """The options of `curate cpt`; `rewrite` holds RewriteOptions fields (model, backend, ...) or is None."""
 
-    tags: str = Field(min_length=1, description="One classifier's attribute shards, e.g. tags/cues_v3.")
+    tags: str = Field(min_length=1, description="One classifier's attribute shards, e.g. tags/cues_v6.")
     texts: str = Field(min_length=1, description="The corpus the tags were made from (file, folder, glob or hf:NAME).")
     tokens: str = Field(min_length=1, description="Token budget of each set, e.g. 8.3M.")
     tokenizer: str = Field(min_length=1, description="Hub name or local directory; counts and packs the tokens.")

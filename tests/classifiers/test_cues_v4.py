@@ -117,10 +117,9 @@ def _line_starts(text: str) -> list[int]:
 
 
 def test_versions():
-    """'cues' stays cues_v3 until round 2 measures v4; v3 keeps its reading of the phrasings v4 changed."""
-    assert resolve_name("cues") == ("cues_v3", None)
+    """v4 keeps its name; v3 keeps its reading of the phrasings v4 changed."""
     assert resolve_name("cues_v4") == ("cues_v4", None)
-    assert get_classifier("cues").name == "cues_v3" and get_classifier("cues_v4").name == "cues_v4"
+    assert get_classifier("cues_v4").name == "cues_v4"
     v3 = get_classifier("cues_v3")
     assert present(v3.classify(["Wait, since AB is the diameter, the angle at C is 90 degrees."])[0]) == {B}
     assert present(v3.classify(["Let me consider another approach to confirm this."])[0]) == {B}
