@@ -10,6 +10,7 @@ from pathlib import Path
 from loguru import logger
 
 from curate.console import RoutineLogFilter
+from tests.support.shared import DEFAULT_CUES
 
 CURATE = str(Path(sys.executable).parent / "curate")
 
@@ -37,7 +38,7 @@ def test_cli_prints_progress_and_summary_but_keeps_the_info_log_in_the_task_logs
                            capture_output=True, text=True, timeout=300, check=True)
     assert "| INFO" not in quiet.stderr and "Stats:" not in quiet.stderr
     assert "Tagged" in quiet.stderr and "with backtracking" in quiet.stderr
-    task_logs = sorted((tmp_path / "quiet" / "cues_v3" / "_logs" / "logs").glob("task_*.log"))
+    task_logs = sorted((tmp_path / "quiet" / DEFAULT_CUES / "_logs" / "logs").glob("task_*.log"))
     assert len(task_logs) == 2 and all("Launching pipeline" in p.read_text() for p in task_logs)
 
     verbose = subprocess.run([CURATE, "--verbose", "tag", "--output", str(tmp_path / "verbose")],
