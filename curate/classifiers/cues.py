@@ -650,10 +650,14 @@ class CueClassifier(Classifier):
 _BUILT: dict[tuple[str, int], CueClassifier] = {}
 
 
-def shared_classifier(name: str, cues: Sequence[Cue], batch_size: int) -> CueClassifier:
+def shared_classifier(
+    name: str, cues: Sequence[Cue], batch_size: int, kind: type[CueClassifier] = CueClassifier
+) -> CueClassifier:
+    """The process's one classifier of this version and batch size; `kind` is the version's classifier class (cues_v4
+    and later add line cues to the engine's labels)."""
     key = (name, batch_size)
     if key not in _BUILT:
-        _BUILT[key] = CueClassifier(batch_size=batch_size, cues=cues, name=name)
+        _BUILT[key] = kind(batch_size=batch_size, cues=cues, name=name)
     return _BUILT[key]
 
 

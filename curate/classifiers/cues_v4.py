@@ -52,7 +52,7 @@ from dataclasses import replace
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue, CueClassifier
+from curate.classifiers.cues import Cue, CueClassifier, shared_classifier
 from curate.classifiers.cues_v2 import NOT_A_PLAN, START_NOT_A_PLAN
 from curate.classifiers.cues_v3 import CUES_V3, HEDGED, IN_A_CONDITION, NEW_ATTEMPT, REDERIVES
 from curate.schema import Evidence, Labels
@@ -311,12 +311,6 @@ class CueClassifierV4(CueClassifier):
         return Labels(counts={b: counts[b] for b in BEHAVIOR_NAMES}, evidence=evidence, error=labels.error)
 
 
-# One classifier per process and batch size, as cues.shared_classifier does for the engine's own versions.
-_BUILT: dict[int, CueClassifierV4] = {}
-
-
 @register("cues_v4")
 def make_cue_classifier_v4(batch_size: int = 64) -> CueClassifierV4:
-    if batch_size not in _BUILT:
-        _BUILT[batch_size] = CueClassifierV4(batch_size=batch_size, cues=CUES_V4, name="cues_v4")
-    return _BUILT[batch_size]
+    return shared_classifier("cues_v4", CUES_V4, batch_size, CueClassifierV4)

@@ -34,7 +34,7 @@ readers too, and no guard found there kept its true labels.
 from __future__ import annotations
 
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue
+from curate.classifiers.cues import Cue, shared_classifier
 from curate.classifiers.cues_v2 import NEEDED_TARGET
 from curate.classifiers.cues_v3 import FOR_X, RESTATES_TASK
 from curate.classifiers.cues_v4 import CUES_V4, CueClassifierV4
@@ -142,12 +142,7 @@ ADDED: tuple[Cue, ...] = (
 
 CUES_V5: tuple[Cue, ...] = CUES_V4 + ADDED
 
-# One classifier per process and batch size, as cues.shared_classifier does for the engine's own versions.
-_BUILT: dict[int, CueClassifierV4] = {}
-
 
 @register("cues_v5")
 def make_cue_classifier_v5(batch_size: int = 64) -> CueClassifierV4:
-    if batch_size not in _BUILT:
-        _BUILT[batch_size] = CueClassifierV4(batch_size=batch_size, cues=CUES_V5, name="cues_v5")
-    return _BUILT[batch_size]
+    return shared_classifier("cues_v5", CUES_V5, batch_size, CueClassifierV4)

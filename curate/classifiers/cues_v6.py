@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue
+from curate.classifiers.cues import Cue, shared_classifier
 from curate.classifiers.cues_v3 import FOR_X, THEN_REQUIRED
 from curate.classifiers.cues_v4 import CueClassifierV4
 from curate.classifiers.cues_v5 import CUES_V5
@@ -114,12 +114,7 @@ ADDED: tuple[Cue, ...] = (
 
 CUES_V6: tuple[Cue, ...] = _revised(CUES_V5) + ADDED
 
-# One classifier per process and batch size, as cues.shared_classifier does for the engine's own versions.
-_BUILT: dict[int, CueClassifierV4] = {}
-
 
 @register("cues_v6")
 def make_cue_classifier_v6(batch_size: int = 64) -> CueClassifierV4:
-    if batch_size not in _BUILT:
-        _BUILT[batch_size] = CueClassifierV4(batch_size=batch_size, cues=CUES_V6, name="cues_v6")
-    return _BUILT[batch_size]
+    return shared_classifier("cues_v6", CUES_V6, batch_size, CueClassifierV4)
