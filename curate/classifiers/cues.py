@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 import numpy as np
@@ -91,6 +91,29 @@ class Cue:
     as_check: str | None = None
     earlier: str | None = None
     later: str | None = None
+
+
+def revise(
+    cues: Sequence[Cue],
+    changes: dict[str, dict],
+    of: str,
+    behavior: str | None = None,
+    dropped: frozenset[str] = frozenset(),
+) -> tuple[Cue, ...]:
+    """A version's cues from the one before (`of` names it in the error): each cue whose pattern is in `changes` (of
+    `behavior` only, when given) with those fields replaced, the `dropped` patterns left out. A change or drop that
+    matches no cue fails, so a renamed pattern cannot silently stop revising."""
+    found = {cue.pattern for cue in cues if behavior is None or cue.behavior == behavior}
+    missing = (set(changes) | dropped) - found
+    if missing:
+        raise ValueError(f"{of} has no {behavior + ' ' if behavior else ''}cue {sorted(missing)}")
+    return tuple(
+        replace(cue, **changes[cue.pattern])
+        if cue.pattern in changes and (behavior is None or cue.behavior == behavior)
+        else cue
+        for cue in cues
+        if cue.pattern not in dropped
+    )
 
 
 def _token_spec(word: str) -> dict:

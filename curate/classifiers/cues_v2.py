@@ -20,10 +20,8 @@ Each change is a family of phrasings rather than a string from one text:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from curate.classifiers.base import register
-from curate.classifiers.cues import CUES, Cue, CueClassifier, shared_classifier
+from curate.classifiers.cues import CUES, Cue, CueClassifier, revise, shared_classifier
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
 
@@ -61,13 +59,6 @@ REVISED: dict[str, dict] = {
     },
     "to find|compute|determine|maximize|minimize|prove|show|ensure": {"then": NEEDED_TARGET},
 }
-
-
-def _revised(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
-    found = {cue.pattern for cue in cues} & set(REVISED)
-    if found != set(REVISED):
-        raise ValueError(f"cues_v1 has no cue {sorted(set(REVISED) - found)}")
-    return tuple(replace(cue, **REVISED[cue.pattern]) if cue.pattern in REVISED else cue for cue in cues)
 
 
 ADDED: tuple[Cue, ...] = (
@@ -108,7 +99,7 @@ ADDED: tuple[Cue, ...] = (
         then=r"[^.;?!]{1,120}?,\s*(i|we|you|one)\s+(need|must|have to|should)\b"),
 )
 
-CUES_V2: tuple[Cue, ...] = _revised(CUES) + ADDED
+CUES_V2: tuple[Cue, ...] = revise(CUES, REVISED, of="cues_v1") + ADDED
 
 
 @register("cues_v2")

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue, CueClassifier, shared_classifier
+from curate.classifiers.cues import Cue, CueClassifier, revise, shared_classifier
 from curate.classifiers.cues_v2 import CUES_V2, NEEDED_TARGET, NOT_A_PLAN, START_NOT_A_PLAN
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
@@ -144,18 +144,6 @@ DROPPED: frozenset[str] = frozenset({
     "suffices|suffice",
     "our|my|the goal|aim|objective is to show|prove|get|make|reach",
 })
-
-
-def _revised(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
-    found = {cue.pattern for cue in cues}
-    missing = (set(REVISED) | DROPPED) - found
-    if missing:
-        raise ValueError(f"cues_v2 has no cue {sorted(missing)}")
-    return tuple(
-        replace(cue, **REVISED[cue.pattern]) if cue.pattern in REVISED else cue
-        for cue in cues
-        if cue.pattern not in DROPPED
-    )
 
 
 ADDED: tuple[Cue, ...] = (
@@ -323,7 +311,7 @@ def _failed_attempts(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
     return tuple(replace(cue, behavior=B, later=NEW_ATTEMPT) for cue in cues if cue.behavior == V and cue.pattern in FAILURES)
 
 
-_BEFORE_SPLIT = _revised(CUES_V2) + ADDED + COUNTDOWN_ADDED
+_BEFORE_SPLIT = revise(CUES_V2, REVISED, of="cues_v2", dropped=DROPPED) + ADDED + COUNTDOWN_ADDED
 CUES_V3: tuple[Cue, ...] = _numbers_split(_BEFORE_SPLIT + _failed_attempts(_BEFORE_SPLIT))
 
 

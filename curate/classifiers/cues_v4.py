@@ -52,7 +52,7 @@ from dataclasses import replace
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue, CueClassifier, shared_classifier
+from curate.classifiers.cues import Cue, CueClassifier, revise, shared_classifier
 from curate.classifiers.cues_v2 import NOT_A_PLAN, START_NOT_A_PLAN
 from curate.classifiers.cues_v3 import CUES_V3, HEDGED, IN_A_CONDITION, NEW_ATTEMPT, REDERIVES
 from curate.schema import Evidence, Labels
@@ -127,14 +127,6 @@ REVISED: dict[str, dict] = {
         "unless_then": r"\s*(write|denote|call|use\s+the\s+notation|have|get|obtain)\b",
     },
 }
-
-
-def _revised(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
-    found = {cue.pattern for cue in cues}
-    missing = set(REVISED) - found
-    if missing:
-        raise ValueError(f"cues_v3 has no cue {sorted(missing)}")
-    return tuple(_to_confirm(replace(cue, **REVISED[cue.pattern]) if cue.pattern in REVISED else cue) for cue in cues)
 
 
 def _to_confirm(cue: Cue) -> Cue:
@@ -272,7 +264,9 @@ ADDED: tuple[Cue, ...] = (
     ),
 )
 
-CUES_V4: tuple[Cue, ...] = _revised(CUES_V3) + WAIT_CHECK_CUES + ADDED
+CUES_V4: tuple[Cue, ...] = (
+    tuple(_to_confirm(cue) for cue in revise(CUES_V3, REVISED, of="cues_v3")) + WAIT_CHECK_CUES + ADDED
+)
 
 # Line cues: the layout of a line, which token patterns cannot read (their first word must be a literal word).
 # "1. **Define Variables:**", "2) **Calculate the discount**": a numbered bold heading announces one step of a plan.

@@ -31,10 +31,8 @@ asker's "I don't know the answer yet"; on the tuning texts it was wrong twice fo
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue, shared_classifier
+from curate.classifiers.cues import Cue, revise, shared_classifier
 from curate.classifiers.cues_v3 import FOR_X, THEN_REQUIRED
 from curate.classifiers.cues_v4 import CueClassifierV4
 from curate.classifiers.cues_v5 import CUES_V5
@@ -71,16 +69,6 @@ REVISED: dict[str, dict] = {
 }
 
 
-def _revised(cues: tuple[Cue, ...]) -> tuple[Cue, ...]:
-    found = {(cue.behavior, cue.pattern) for cue in cues}
-    missing = {pattern for pattern in REVISED if (B, pattern) not in found}
-    if missing:
-        raise ValueError(f"cues_v5 has no backtracking cue {sorted(missing)}")
-    return tuple(
-        replace(cue, **REVISED[cue.pattern]) if cue.behavior == B and cue.pattern in REVISED else cue for cue in cues
-    )
-
-
 # "All I have to do is show ...", "all that remains is to prove ...": the goal reduced to what suffices.
 ALL_THAT_REMAINS = (
     "all i|we|you|one have|need|has|needs to do is|are show|prove|check|verify|find|establish|compute|construct|"
@@ -112,7 +100,7 @@ ADDED: tuple[Cue, ...] = (
     ),
 )
 
-CUES_V6: tuple[Cue, ...] = _revised(CUES_V5) + ADDED
+CUES_V6: tuple[Cue, ...] = revise(CUES_V5, REVISED, of="cues_v5", behavior=B) + ADDED
 
 
 @register("cues_v6")
