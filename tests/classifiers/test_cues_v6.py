@@ -4,6 +4,7 @@ five backtracking cues guarded and the listed cues added, and the Countdown targ
 import pytest
 
 from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers.cues import revise
 from curate.classifiers.cues_v5 import CUES_V5
 from curate.classifiers.cues_v6 import ADDED, CUES_V6, REVISED
 from tests.support.cue_checks import B, C, S, assert_countdown_targets, present
@@ -73,3 +74,10 @@ def test_cues_names_v6():
 
 def test_countdown_targets_still_hold(v6):
     assert_countdown_targets(v6)
+
+
+def test_a_revision_of_a_missing_pattern_fails():
+    """revise() refuses a change that matches no cue of the named behavior, so a renamed pattern cannot silently stop
+    being revised."""
+    with pytest.raises(ValueError, match="cues_v5 has no backtracking cue"):
+        revise(CUES_V5, {"no such pattern": {"not_in_question": True}}, of="cues_v5", behavior=B)
