@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.files import atomic_path
 
 HISTOGRAM_BUCKETS = ("0", "1", "2", "3-5", "6-10", ">10")
 # A reject line holds its raw record, which can be a whole document: above DuckDB's 16 MB default.
@@ -83,13 +84,11 @@ def write_duplicate_rejects(files: list[str], path: str | Path) -> int:
         if not count:
             path.unlink(missing_ok=True)
             return 0
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        connection.execute(f"""
-            COPY (SELECT format('{KEPT_ELSEWHERE}', kept_from) AS reason, copy_from AS source, NULL::BIGINT AS position,
-                         id, '' AS raw FROM extra_copies ORDER BY source, id)
-            TO {_sql_literal(str(partial))} (FORMAT json)""")
-    partial.replace(path)
+        with atomic_path(path) as partial:
+            connection.execute(f"""
+                COPY (SELECT format('{KEPT_ELSEWHERE}', kept_from) AS reason, copy_from AS source, NULL::BIGINT AS position,
+                             id, '' AS raw FROM extra_copies ORDER BY source, id)
+                TO {_sql_literal(str(partial))} (FORMAT json)""")
     return count
 
 
@@ -108,12 +107,10 @@ def write_kept_copies(files: list[str], rejects_dir: str | Path, path: str | Pat
                          "WHERE split_part(reason, ':', 1) = 'duplicate_id'")
         # Rows without a source (shards written before the column existed) cannot say which copy they describe.
         source, known = ("source", "source IS NOT NULL") if "source" in columns else ("NULL::VARCHAR AS source", "false")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        connection.execute(f"""COPY (SELECT id, {source} FROM shards WHERE {known} AND id IN ({repeated}) ORDER BY id)
-                               TO {_sql_literal(str(partial))} (FORMAT parquet)""")
-        count = connection.sql(f"SELECT count(*) FROM read_parquet({_sql_literal(str(partial))})").fetchall()[0][0]
-    partial.replace(path)
+        with atomic_path(path) as partial:
+            connection.execute(f"""COPY (SELECT id, {source} FROM shards WHERE {known} AND id IN ({repeated}) ORDER BY id)
+                                   TO {_sql_literal(str(partial))} (FORMAT parquet)""")
+            count = connection.sql(f"SELECT count(*) FROM read_parquet({_sql_literal(str(partial))})").fetchall()[0][0]
     return count
 
 
@@ -156,20 +153,16 @@ def select_ids(tags_dir: str | Path, selection: Selection, output_path: str | Pa
 
     Order is a seeded hash of the id, so --limit takes a reproducible random sample, not the first rows."""
     files = parquet_files(tags_dir)
-    output_path = Path(output_path)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output_path.with_suffix(".partial")
     if not files:
         raise FileNotFoundError(f"no attribute shards under {tags_dir}")
     limit = f"LIMIT {int(selection.limit)}" if selection.limit else ""
-    with duckdb.connect() as connection:
+    with duckdb.connect() as connection, atomic_path(output_path) as partial:
         open_shards(connection, files)
         connection.execute(
             f"""COPY (SELECT * FROM shards WHERE {selection.where()}
-                ORDER BY md5(id || ':' || '{int(selection.seed)}') {limit}) TO '{tmp}' (FORMAT parquet)"""
+                ORDER BY md5(id || ':' || '{int(selection.seed)}') {limit}) TO {_sql_literal(str(partial))} (FORMAT parquet)"""
         )
-        count = connection.sql(f"SELECT count(*) FROM read_parquet('{tmp}')").fetchall()[0][0]
-    tmp.replace(output_path)
+        count = connection.sql(f"SELECT count(*) FROM read_parquet({_sql_literal(str(partial))})").fetchall()[0][0]
     return count
 
 

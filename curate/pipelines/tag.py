@@ -20,6 +20,7 @@ from pathlib import Path
 
 from curate.classifiers import resolve_name
 from curate.errors import CurateError
+from curate.files import atomic_path, write_text_atomic
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
 from curate.pipelines.query import (
     DUPLICATE_REJECTS,
@@ -65,9 +66,7 @@ def tags_dir_for(tags_root: str | Path, classifier: str) -> Path:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def _identity(manifest: dict) -> dict:
@@ -166,7 +165,9 @@ def plan_generations(out: Path, identity: dict, current: dict[str, dict] | None)
 
 def purge_sources(out: Path, sources: list[str]) -> None:
     """Drops the rows and rejects read from `sources` (files that changed or went away) from every shard, each
-    rewritten whole under a temporary name: a changed file's new rows replace its old ones, never add to them."""
+    rewritten whole (curate.files.atomic_path): a changed file's new rows replace its old ones, never add to them.
+    A crash mid-way leaves each shard either as it was or purged, and `pending_purge` stays in the manifest until
+    the purge is done, so the rerun purges again; purging a shard twice changes nothing."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -178,17 +179,15 @@ def purge_sources(out: Path, sources: list[str]) -> None:
             continue
         stale = pc.fill_null(pc.is_in(table["source"], value_set=wanted), False)
         if pc.any(stale).as_py():
-            partial = shard.with_name(shard.name + ".purge")
-            pq.write_table(table.filter(pc.invert(stale)), partial)
-            partial.replace(shard)
+            with atomic_path(shard) as partial:
+                pq.write_table(table.filter(pc.invert(stale)), partial)
     stale_sources = set(sources)
     for rejects in sorted((out / "rejects").glob("rejects_*.jsonl")):
         lines = rejects.read_bytes().splitlines(keepends=True)
         kept = [line for line in lines if json.loads(line).get("source") not in stale_sources]
         if len(kept) != len(lines):
-            partial = rejects.with_name(rejects.name + ".purge")
-            partial.write_bytes(b"".join(kept))
-            partial.replace(rejects)
+            with atomic_path(rejects) as partial:
+                partial.write_bytes(b"".join(kept))
 
 
 def generation_logs(out: Path, generation: str) -> Path:
@@ -246,7 +245,7 @@ def run_tagging(
             logs.mkdir(parents=True, exist_ok=True)
             paths_file = logs / PATHS_FILE
             if not paths_file.exists():
-                _write_text(paths_file, "".join(f"{f}\n" for f in files))
+                write_text_atomic(paths_file, "".join(f"{f}\n" for f in files))
         # Generation 0 keeps the task count it was started with; an update runs as many tasks as it has files, at most.
         ran = recorded_tasks(logs, tasks) if not label else _recorded_count(logs, min(tasks, len(files)))
         if not failed_tasks(logs, ran):
@@ -273,12 +272,6 @@ def run_tagging(
         raise EmptyRunError(empty_run_message(spec, rejects))
     report_duplicate_ids(out)
     return TagResult(tags_dir=out, rejects_dir=rejects, classifier=name, updated_files=changed, removed_files=removed)
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def _tagged_rows(out: Path) -> int:

@@ -56,6 +56,8 @@ def test_added_and_grown_files_are_tagged_once_and_reach_the_dataset(tmp_path: P
     (corpus / "a.jsonl").unlink()
     run("tag", "--input", str(corpus), "--output", str(tmp_path / "D" / "tags"))
     assert {r[1] for r in tag_rows(tmp_path / "D" / "tags")} == {"b.jsonl", "c.jsonl"}
+    written = [p.name for p in (tmp_path / "D").rglob("*")]  # nor a purge, manifest or selection left half-written
+    assert not [name for name in written if name.endswith((".partial", ".tmp", ".purge"))], written
 
 
 def test_verify_inputs_sees_a_change_that_keeps_size_and_mtime(tmp_path: Path):
