@@ -41,23 +41,14 @@ from curate.pipelines.dedup import (
     RemovedWriter,
     RowReader,
     RowWriter,
-    count_rows,
     first_record_keys,
     jsonl_glob,
-    move_read_rejects,
+    publish_stage,
     resolve_input,
-    stage_output,
     write_jsonl_query,
     write_report,
 )
-from curate.pipelines.executors import (
-    ExecutorOptions,
-    Stage,
-    finish_stage,
-    input_signature,
-    resumable_stage,
-    run_stages,
-)
+from curate.pipelines.executors import ExecutorOptions, Stage, input_signature, resumable_stage, run_stages
 from curate.pipelines.steps import SplitRejects
 
 BENCHMARKS_DIR_ENV = "CURATE_BENCHMARKS_DIR"
@@ -388,12 +379,9 @@ def decontaminate(
         RowWriter(str(stage / "data"), schema=schema),
     ]
     run_stages([Stage("curate-decontam", pipeline, tasks, stage / "logs")], executor, workers)
-    # Everything that reads the stage comes first; publishing the data (a move) last, once the stage is closed.
+    # The removed rows are read from the stage before publish_stage closes it and moves its data away.
     hits = _write_contaminated(stage, output)
-    unreadable = move_read_rejects(stage, output, "decontam")
-    finish_stage(stage)
-    stage_output(stage, output)
-    kept = count_rows(output / "data")
+    unreadable, kept = publish_stage(stage, output, "decontam")
     parameters = {"input": str(input), "fields": fields, "n_grams": n_grams, "short_min_tokens": short_min_tokens,
                   "against": [s.location for s in sources]}
     result = DecontamResult(output=output, read=kept + sum(hits.values()), kept=kept, removed=sum(hits.values()),

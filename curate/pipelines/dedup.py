@@ -169,11 +169,18 @@ class RemovedWriter(AtomicOutput, JsonlWriter):
         )
 
 
-def stage_output(stage: Path, output: Path) -> None:
-    """Replaces OUTPUT/data with the freshly written STAGE/data (the input may have been OUTPUT/data itself)."""
+def publish_stage(stage: Path, output: Path, prefix: str) -> tuple[int, int]:
+    """Publishes what a cleaning step's stages wrote, called once the step's own reports that read the stage (its
+    removed rows) are written: the records that could not be read go to OUTPUT/rejects (move_read_rejects), the
+    stage is closed (finish_stage) and STAGE/data replaces OUTPUT/data (the input may have been OUTPUT/data itself).
+    The move comes last, once the stage is closed, so that no rerun resumes on a half-moved stage. Returns
+    (unreadable records, rows in OUTPUT/data)."""
+    unreadable = move_read_rejects(stage, output, prefix)
+    finish_stage(stage)
     new = stage / "data"
     new.mkdir(parents=True, exist_ok=True)
     replace_folder(new, output / "data")
+    return unreadable, count_rows(output / "data")
 
 
 def move_read_rejects(stage: Path, output: Path, prefix: str) -> int:
@@ -374,12 +381,9 @@ def dedup(
         ], tasks, logs / "4_filter"),
     ], executor, workers)
 
-    # Everything that reads the stage comes first; publishing the data (a move) last, once the stage is closed.
+    # The removed rows are read from the stage before publish_stage closes it and moves its data away.
     counts = _write_duplicates(stage, output)
-    unreadable = move_read_rejects(stage, output, "dedup")
-    finish_stage(stage)
-    stage_output(stage, output)
-    kept = count_rows(output / "data")
+    unreadable, kept = publish_stage(stage, output, "dedup")
     parameters = {
         "input": str(input), "text_key": spec.text_key, "threshold": threshold, "n_grams": n_grams,
         "num_buckets": config.num_buckets, "hashes_per_bucket": config.hashes_per_bucket,
