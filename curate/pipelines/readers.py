@@ -21,6 +21,7 @@ from datatrove.pipeline.readers.base import BaseDiskReader
 from datatrove.pipeline.readers.huggingface import HuggingFaceDatasetReader
 
 from curate.errors import CurateError
+from curate.pipelines.installed import InstalledWithCurate
 
 REJECT_REASON = "reject_reason"
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst", ".jsonl.bz2")
@@ -45,7 +46,7 @@ def make_reject(reason: str, source: str, position: int | None, raw: str = "", d
     )
 
 
-class FirstCopyOfEachId:
+class FirstCopyOfEachId(InstalledWithCurate):
     """Reader mixin: a document whose id this task has already read is rejected as `duplicate_id`, so a task tags
     the first copy in (file, position) order. Copies read by different tasks are settled when the shards are
     queried (query.py); ids made from source and position are unique already.

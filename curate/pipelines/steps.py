@@ -15,6 +15,7 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier, resolve_name
 from curate.errors import CurateError
 from curate.files import PARTIAL
+from curate.pipelines.installed import InstalledWithCurate
 from curate.pipelines.query import KEPT_ELSEWHERE
 from curate.pipelines.readers import REJECT_REASON, is_reject, make_reader, make_reject
 from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, attribute_row
@@ -22,7 +23,7 @@ from curate.schema import ATTRIBUTE_SCHEMA, EVIDENCE_TYPE, SCORES_TYPE, Labels, 
 ATTRIBUTES = "curate_attributes"
 
 
-class AtomicOutput:
+class AtomicOutput(InstalledWithCurate):
     """Mixin for datatrove writers: write `NAME.partial`, rename to `NAME` once the file is closed,
     so a reader never sees half a shard and a crashed task leaves nothing that looks finished.
 

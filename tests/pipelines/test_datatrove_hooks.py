@@ -15,6 +15,7 @@ from datatrove.pipeline.inference.run_inference import InferenceRunner
 from datatrove.pipeline.inference.servers import VLLMServer
 from datatrove.pipeline.inference.servers.base import InferenceServer
 from datatrove.pipeline.inference.servers.compile_lock import CompileLockManager
+from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
 HOOKS = [
@@ -32,6 +33,7 @@ HOOKS = [
     (VLLMServer, "_start_vllm_task", ["self"], "pipelines.vllm_serve.CurateVLLMServer (PATH for the executable)"),
     (VLLMServer, "_get_compile_lock", ["self"], "pipelines.vllm_serve.CurateVLLMServer (PollingCompileLock)"),
     (CompileLockManager, "__init__", ["self", "config_hash", "lock_dir"], "pipelines.vllm_serve.PollingCompileLock"),
+    (PipelineStep, "__new__", ["cls", "args", "kwargs"], "pipelines.installed.InstalledWithCurate (skips the dependency scan)"),
     (slurm, "launch_slurm_job", ["launch_file_contents", "job_id_retriever", "args"], "pipelines.executors (--slurm-dry-run replaces the sbatch call)"),
     (slurm.SlurmPipelineExecutor, "launch_job", ["self"], "pipelines.executors (submits a chain)"),
 ]
