@@ -15,6 +15,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from curate.behaviors import UnknownBehaviorError, parse_behavior_list
+from curate.builders.jobs import BuildJob
+from curate.classifiers import resolve_name
 from curate.data_cards.cards import write_behavior_card
 from curate.pipelines.decontam import decontaminate_dataset
 from curate.pipelines.dedup import dedup_dataset
@@ -29,7 +32,7 @@ from curate.pipelines.query import (
     write_kept_copies,
 )
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, claim_output
 from curate.pipelines.steps import (
     DatasetWriter,
     KeepFirstCopy,
@@ -37,7 +40,7 @@ from curate.pipelines.steps import (
     SplitRejects,
     kept_column_fields,
 )
-from curate.pipelines.tag import MANIFEST, EmptyRunError, run_tagging
+from curate.pipelines.tag import MANIFEST, EmptyRunError, file_fingerprints, run_tagging
 
 
 @dataclass
@@ -142,3 +145,33 @@ def run_build(
                               workers=workers, progress=progress)
     return BuildResult(output=output, tags_dir=tagged.tags_dir, selected=selected, parameters=parameters,
                        cross_file_duplicates=count_kept_elsewhere(output / "rejects"))
+
+
+def build_selection(job: BuildJob) -> Selection:
+    """The job's selection; an unknown behavior or classifier, none named, or one both required and excluded fails
+    here, before anything is claimed or tagged (the build flow checks its parameters with it)."""
+    wanted = parse_behavior_list(job.behaviors, allow_none=True)
+    if wanted == []:
+        raise UnknownBehaviorError("--behaviors is empty; name at least one behavior, or 'none'")
+    resolve_name(job.classifier)
+    return Selection(behaviors=wanted, min_count=job.min_count, exclude=parse_behavior_list(job.exclude_behaviors) or [],
+                     limit=job.limit, seed=job.seed)
+
+
+def build(job: BuildJob, progress: bool = True, refresh: bool = False) -> BuildResult | None:
+    """Runs `curate build` and the build flow: claims the output for `job.record()` (a folder holding another
+    dataset is refused unless `job.overwrite`), then tags, selects and writes. None when the output is up to date;
+    `refresh` builds it all the same (a flow whose cached result is stale: curate's code changed)."""
+    selection = build_selection(job)
+    output = job.dataset_dir
+    claim = claim_output(output, "build", job.record(), inputs=file_fingerprints(job.corpus, job.verify_inputs),
+                         overwrite=job.overwrite, keep=("tags",) if job.tags_inside else ())
+    if claim.up_to_date and not refresh:
+        return None
+    result = run_build(job.corpus, output, selection, tags_root=job.tags, classifier=job.classifier, tasks=job.tasks,
+                       workers=job.workers, batch_size=job.batch_size, progress=progress,
+                       license="apache-2.0" if job.sample else job.license, verify_inputs=job.verify_inputs,
+                       allow_partial=job.allow_partial, keep_columns=job.kept_columns, executor=job.executor,
+                       **job.cleaning.arguments())
+    claim.finish()
+    return result

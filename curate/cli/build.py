@@ -10,18 +10,16 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior_list
+from curate.builders.jobs import BuildJob
 from curate.cli.app import app, console
-from curate.cli.groups import cleaning_group, executor_group, input_group
+from curate.cli.groups import cleaning_group, executor_group, input_group, job_command
 from curate.cli.options import (
-    SAMPLE_GLOB,
-    AllowPartial,
     ClassifierOption,
     DeviceOption,
     IdKey,
     OverwriteOption,
     Split,
     Tasks,
-    VerifyInputs,
     Workers,
     clean_once,
     cleaning_rows,
@@ -29,6 +27,7 @@ from curate.cli.options import (
     input_spec,
     summary,
     tag_rows,
+    up_to_date,
     write_once,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
@@ -39,36 +38,8 @@ if TYPE_CHECKING:  # imported when a command runs: they import datatrove
 
 
 @app.command()
-@executor_group
-@cleaning_group(dedup="Remove exact and MinHash near duplicates from the built dataset.",
-                decontam="Remove rows overlapping these benchmarks (as `curate decontam --against`).")
-@input_group
-def build(
-    behaviors: Annotated[
-        str,
-        typer.Option(help="Comma-separated behaviors every document must show, or 'none' for documents with none. "
-                     f"Names: {', '.join(BEHAVIOR_NAMES)} (aliases: subgoal, backchaining)."),
-    ],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Dataset directory (default: datasets/BEHAVIORS).")] = None,
-    tags: Annotated[Optional[Path], typer.Option(help="Tags root to reuse across builds (default: OUTPUT/tags).")] = None,
-    classifier: ClassifierOption = "cues",
-    min_count: Annotated[int, typer.Option(help="Each chosen behavior must occur at least this often.", min=1)] = 1,
-    exclude_behaviors: Annotated[Optional[str], typer.Option(help="Behaviors that must be absent.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="Keep at most this many documents (seeded random sample).", min=1)] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the random sample.")] = 0,
-    tasks: Tasks = 1,
-    workers: Workers = 1,
-    license: Annotated[str, typer.Option(help="License of the source text, for the dataset card.")] = "other",
-    verify_inputs: VerifyInputs = False,
-    allow_partial: AllowPartial = False,
-    overwrite: OverwriteOption = False,
-    keep_columns: Annotated[Optional[str], typer.Option(
-        help="Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).")] = None,
-    *,
-    runs_on: ExecutorOptions = LOCAL,
-    cleaning: Cleaning,
-    corpus: InputSpec,
-) -> None:
+@job_command(BuildJob)
+def build(job: BuildJob) -> None:
     """Tag (reusing finished shards), select with DuckDB and write a parquet dataset with a card.
 
     With --executor slurm each stage is submitted as a job array; rerun the command when it has finished.
@@ -81,39 +52,13 @@ def build(
 
         curate build --behaviors none --input corpus.parquet --output minimized/
     """
-    from curate.builders.behavior import run_build
-    from curate.pipelines.query import Selection
+    from curate.builders.behavior import build as run_build_job
 
-    wanted = parse_behavior_list(behaviors, allow_none=True)
-    excluded = parse_behavior_list(exclude_behaviors) or []
-    if wanted == []:
-        raise UnknownBehaviorError("--behaviors is empty; name at least one behavior, or 'none'")
-    selection = Selection(behaviors=wanted, min_count=min_count, exclude=excluded, limit=limit, seed=seed)
-    sample = corpus.path == SAMPLE_GLOB
-    if output is None:
-        output = Path("datasets") / (behaviors.replace(",", "+").replace(" ", "") or "none")
-    from curate.pipelines.tag import file_fingerprints
-
-    # Tags kept in OUTPUT/tags stay when the corpus changed: the rerun tags only the new and changed files.
-    # The bundled sample is recorded as no --input, as it was typed.
-    what = {"behaviors": behaviors, "input": None if sample else corpus.path, "tags": tags, "classifier": classifier,
-            "min_count": min_count, "exclude_behaviors": exclude_behaviors, "limit": limit, "seed": seed,
-            "text_key": corpus.text_key, "id_key": corpus.id_key, "split": corpus.split, "streaming": corpus.streaming,
-            "license": license, **cleaning.arguments()}
-    kept = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else []
-    if kept:  # only when given, so that datasets built before the option existed stay up to date
-        what["keep_columns"] = kept
     started = time.perf_counter()
-    result = write_once(
-        output, "build", what, lambda: run_build(
-            corpus, output, selection, tags_root=tags, classifier=classifier, tasks=tasks, workers=workers,
-            license="apache-2.0" if sample else license, verify_inputs=verify_inputs, allow_partial=allow_partial,
-            keep_columns=kept, executor=runs_on, **cleaning.arguments(),
-        ),
-        inputs=file_fingerprints(corpus, verify_inputs), overwrite=overwrite,
-        keep=("tags",) if tags is None or tags.resolve() == (output / "tags").resolve() else (),
-    )
+    result = run_build_job(job)
+    output = job.dataset_dir
     if result is None:
+        up_to_date(output)
         return
     seconds = time.perf_counter() - started
     rows = tag_rows(result.tags_dir, result.tags_dir / "rejects", seconds)

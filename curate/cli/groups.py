@@ -44,6 +44,7 @@ import typer
 
 from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec
 from curate.pipelines.executor_options import ExecutorOptions
+from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, field_types, groups, offered
 
 EXECUTOR_PANEL = "Executor"
 SERVER_PANEL = "Model server"
@@ -408,3 +409,64 @@ def input_group(command: Callable | None = None, *, texts: bool = False) -> Call
         }
 
     return _with_group(command, ("corpus",), flags, make)
+
+
+# What each group hands the command it decorates (see RECEIVED).
+GROUP_RECEIVES = {INPUT: "corpus", CLEANING: "cleaning", SERVER: "server", EXECUTOR: "runs_on"}
+
+
+def job_command(job_class: type) -> Callable:
+    """Makes `command(job)` a command whose options are `job_class`'s: its own fields' (help and flags from their
+    metadata, in declaration order), then the panel of each of its groups (Input, Cleaning, Executor), built by the
+    group decorators above; the command is called with one validated `job_class(...)`:
+
+        @app.command()
+        @job_command(BuildJob)
+        def build(job: BuildJob) -> None: ...
+
+    A field without option metadata (a flow's batch_size) is not offered: the job gets its default."""
+
+    def decorate(command: Callable) -> Callable:
+        own = offered(job_class)
+        types = field_types(job_class)
+        grouped = groups(job_class)
+        if set(grouped) - set(GROUP_RECEIVES):
+            raise TypeError(f"{job_class.__name__}: no command-line group for {', '.join(set(grouped) - set(GROUP_RECEIVES))}")
+        parameters = [
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=Annotated[
+                    types[f.name], typer.Option(*f.metadata["flags"], help=f.metadata["help"], **f.metadata["bounds"])
+                ],
+                default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
+            )
+            for f in own
+        ]
+        parameters += [
+            inspect.Parameter(GROUP_RECEIVES[kind], inspect.Parameter.KEYWORD_ONLY, annotation=object)
+            for kind in grouped
+        ]
+
+        @functools.wraps(command)
+        def run(**values):
+            chosen = {f.name: values[f.name] for f in own}
+            chosen |= {f.name: values[GROUP_RECEIVES[kind]] for kind, f in grouped.items()}
+            return command(job_class(**chosen))
+
+        del run.__wrapped__  # the groups (and typer) read the signature below, not the command's
+        run.__signature__ = inspect.Signature(parameters)
+        run.__annotations__ = {p.name: p.annotation for p in parameters}
+        wrapped = run
+        settings = {kind: f.metadata["settings"] for kind, f in grouped.items()}
+        if INPUT in grouped:
+            wrapped = input_group(wrapped, texts=settings[INPUT].get("texts", False))
+        if CLEANING in grouped:
+            wrapped = cleaning_group(**settings[CLEANING])(wrapped)
+        if SERVER in grouped:
+            wrapped = server_group(wrapped, **settings[SERVER])
+        if EXECUTOR in grouped:
+            wrapped = executor_group(wrapped, without=settings[EXECUTOR].get("without", ()))
+        return wrapped
+
+    return decorate

@@ -11,10 +11,16 @@ from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import console
-
-SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
-SAMPLE_GLOB = str(SAMPLE_CORPUS / "*.jsonl")  # what a command without --input reads
-
+from curate.pipelines.jobs import (
+    ALLOW_PARTIAL_HELP,
+    CLASSIFIER_HELP,
+    OVERWRITE_HELP,
+    SAMPLE_CORPUS,
+    SAMPLE_GLOB,
+    TASKS_HELP,
+    VERIFY_INPUTS_HELP,
+    WORKERS_HELP,
+)
 
 ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
 SPLIT_HELP = "Split of a Hugging Face dataset."
@@ -25,30 +31,25 @@ IdKey = Annotated[str, typer.Option(help=ID_KEY_HELP)]
 Split = Annotated[str, typer.Option(help=SPLIT_HELP)]
 
 
-ClassifierOption = Annotated[
-    str, typer.Option("--classifier", "-c", help="Registered classifier ('cues' = newest cues_vN, or a versioned name).")
-]
+ClassifierOption = Annotated[str, typer.Option("--classifier", "-c", help=CLASSIFIER_HELP)]
 
 
-Tasks = Annotated[int, typer.Option(help="datatrove tasks (input files are split among them).", min=1)]
+Tasks = Annotated[int, typer.Option(help=TASKS_HELP, min=1)]
 
 
-Workers = Annotated[int, typer.Option(help="Tasks run at the same time.", min=1)]
+Workers = Annotated[int, typer.Option(help=WORKERS_HELP, min=1)]
 
 
 DeviceOption = Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")]
 
 
-VerifyInputs = Annotated[bool, typer.Option(
-    "--verify-inputs", help="Also compare input files by SHA-256, not only size and modification time (reads them).")]
+VerifyInputs = Annotated[bool, typer.Option("--verify-inputs", help=VERIFY_INPUTS_HELP)]
 
 
-AllowPartial = Annotated[bool, typer.Option(
-    "--allow-partial", help="Build from tags whose tasks did not all finish (warns); default: refuse.")]
+AllowPartial = Annotated[bool, typer.Option("--allow-partial", help=ALLOW_PARTIAL_HELP)]
 
 
-OverwriteOption = Annotated[bool, typer.Option(
-    "--overwrite", help="--output holds another dataset: remove what it wrote, then write this one.")]
+OverwriteOption = Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)]
 
 
 def claim_output(output: Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,

@@ -14,7 +14,7 @@ import glob as globlib
 import hashlib
 import json
 import typing
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import cache
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -26,6 +26,7 @@ from curate.classifiers import UnknownClassifierError, resolve_name
 from curate.errors import CurateError
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executors import ExecutorOptions
+from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, field_types
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import claim_output
 
@@ -99,6 +100,82 @@ CleaningParameters = parameters_model(
     decontamination against benchmarks named as `curate decontam --against` takes them, read from benchmarks_dir
     (default: $CURATE_BENCHMARKS_DIR); the benchmarks are checked before the run.""",
 )
+
+
+# A job's option group (curate.pipelines.jobs) -> its flow parameter and that parameter's model. The corpus (INPUT)
+# has no parameter of its own: its fields are InputParameters' own (input, text_key, ...), as deployments give them.
+GROUP_PARAMETERS = {EXECUTOR: ("executor", ExecutorParameters), CLEANING: ("cleaning", CleaningParameters)}
+GROUP_CLASSES = {"ExecutorOptions": ExecutorOptions, "Cleaning": Cleaning, "InputSpec": InputSpec}
+
+
+class JobParameters(BaseModel):
+    """A flow's parameters generated from its command's job (job_model): the same options with the same defaults
+    and bounds, checked by the check the job runs first, so that a flow refuses what its command refuses; `job()` is
+    the job the command would run with those options."""
+
+    model_config = ConfigDict(extra="forbid")
+    job_class: ClassVar[type]
+    job_check: ClassVar[Callable | None] = None
+
+    @model_validator(mode="after")
+    def _checked(self):
+        if self.job_check is not None:
+            try:
+                self.job_check(self.job())
+            except (CurateError, ValueError) as error:
+                raise ValueError(str(error)) from None
+        return self
+
+    def job(self, **changes):
+        """The job, with `changes` (a flow argument that is no parameter: overwrite)."""
+        values = {}
+        for f in dataclasses.fields(self.job_class):
+            kind = f.metadata.get("group")
+            if kind == INPUT:
+                values[f.name] = self.spec()
+            elif kind is not None:
+                values[f.name] = getattr(self, GROUP_PARAMETERS[kind][0]).options()
+            elif f.name in type(self).model_fields:
+                values[f.name] = getattr(self, f.name)
+        return self.job_class(**values | changes)
+
+
+def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = BaseModel, check: Callable | None = None,
+              exclude: tuple[str, ...] = (), **overrides) -> type:
+    """The JobParameters model of `job_class`, named for it in `module` (the flow's, where it is pickled from): each of its fields (but `exclude`) with its type, default, help
+    (description) and bounds (min -> ge, max -> le), and each of its groups as GROUP_PARAMETERS says (a job that reads
+    a corpus takes `base` InputParameters). A field `base` declares keeps base's declaration (its validator), which
+    must have the job's default. `overrides`: field -> (type, default or Field) where a flow's parameter differs from
+    the option (an output a deployment must name); `check(job)`: the job's own check, raising a CurateError."""
+    types = field_types(job_class, known=GROUP_CLASSES)
+    fields = {}
+    for f in dataclasses.fields(job_class):
+        kind = f.metadata.get("group")
+        if f.name in exclude or kind == INPUT:
+            if kind == INPUT and not issubclass(base, InputParameters):
+                raise TypeError(f"{job_class.__name__} reads a corpus: its parameters need base=InputParameters")
+            continue
+        name, default = (GROUP_PARAMETERS[kind][0], GROUP_PARAMETERS[kind][1]()) if kind else (f.name, f.default)
+        if name in base.model_fields:
+            declared = base.model_fields[name].default
+            if kind is None and declared != default:
+                raise TypeError(f"{job_class.__name__}.{name}: the flow's default {declared!r} is not the job's {default!r}")
+            continue
+        if name in overrides:
+            fields[name] = overrides[name]
+        elif kind:
+            fields[name] = (GROUP_PARAMETERS[kind][1], default)
+        else:
+            bounds = f.metadata.get("bounds", {})
+            fields[name] = (types[name], Field(... if default is dataclasses.MISSING else default,
+                                               description=f.metadata.get("help"), ge=bounds.get("min"),
+                                               le=bounds.get("max")))
+    name = job_class.__name__.removesuffix("Job") + "Parameters"
+    bases = (JobParameters,) if base is BaseModel else (JobParameters, base)
+    model = create_model(name, __base__=bases, __module__=module, __doc__=doc, **fields)
+    model.job_class = job_class
+    model.job_check = staticmethod(check) if check else None
+    return model
 
 
 def claim(output: str | Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,

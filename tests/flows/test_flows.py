@@ -14,8 +14,9 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ParameterTypeError
 from prefect.testing.utilities import prefect_test_harness
+from typer.testing import CliRunner
 
-from curate.cli import SAMPLE_CORPUS
+from curate.cli import SAMPLE_CORPUS, app
 from curate.data_cards.cards import check_card
 from curate.flows.build import build_flow
 from curate.flows.cpt import cpt_flow
@@ -150,6 +151,10 @@ def test_build_flow_writes_a_dataset_with_a_card(corpus, tmp_path):
     assert summary["selected"] == len(rows) > 0
     assert all(row["backtracking"] >= 1 for row in rows)
     assert (tmp_path / "ds" / "README.md").is_file()
+    # The flow runs the command's job: `curate build` with the same options finds the flow's dataset its own.
+    again = CliRunner().invoke(app, ["build", "--input", str(corpus / "*.jsonl"), "--output", str(tmp_path / "ds"),
+                                     "--behaviors", "backtracking", "--license", "apache-2.0"])
+    assert again.exit_code == 0 and "is up to date" in again.output, again.output
 
 
 def test_publish_flow_dry_run_lists_files(tmp_path):

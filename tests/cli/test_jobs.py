@@ -1,0 +1,68 @@
+"""One job per command (issue 16 part 4): the command's options are generated from its job dataclass, the command
+gets one job, and the output claim records what every earlier `curate build` recorded for the same options (else
+a rerun would refuse an existing dataset as another one)."""
+
+from __future__ import annotations
+
+import shutil
+
+import typer
+from typer.testing import CliRunner
+
+from curate.builders.jobs import BuildJob
+from curate.cli import SAMPLE_CORPUS
+from curate.cli.groups import job_command
+from curate.flows.build import BuildParameters
+from curate.pipelines.cleaning import Cleaning
+from curate.pipelines.executor_options import ExecutorOptions
+from curate.pipelines.jobs import offered
+
+
+def job_from(job_class: type, argv: list[str]):
+    """The job a command made with job_command(job_class) receives for `argv`."""
+    seen = {}
+    local = typer.Typer()
+
+    @local.command()
+    @job_command(job_class)
+    def run(job) -> None:
+        seen["job"] = job
+
+    result = CliRunner().invoke(local, argv)
+    assert result.exit_code == 0, result.output
+    return seen["job"]
+
+
+def test_build_records_what_it_recorded_before_its_job(tmp_path):
+    shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text('{"question": "What is 1 + 1?"}\n')
+    argv = ["--behaviors", "backtracking,verification", "--input", f"{tmp_path}/corpus/*.jsonl", "-o", str(tmp_path / "ds"),
+            "--tags", str(tmp_path / "tags"), "--min-count", "2", "--exclude-behaviors", "subgoal", "--limit", "5",
+            "--seed", "3", "--license", "mit", "--keep-columns", "topic, style", "--dedup", "--decontam",
+            f"{bench}=question", "-c", "cues_v6", "--tasks", "2", "--executor", "slurm", "--slurm-partition", "cpu"]
+    job = job_from(BuildJob, argv)
+    assert (job.tasks, job.executor, job.cleaning) == (
+        2, ExecutorOptions(kind="slurm", partition="cpu"), Cleaning(dedup=True, decontam=f"{bench}=question"))
+    # The parameters `curate build` wrote into OUTPUT/.curate-output.json for these options before the job (e6b7a11).
+    assert job.record() == {
+        "behaviors": "backtracking,verification", "input": f"{tmp_path}/corpus/*.jsonl", "tags": str(tmp_path / "tags"),
+        "classifier": "cues_v6", "min_count": 2, "exclude_behaviors": "subgoal", "limit": 5, "seed": 3,
+        "text_key": "text", "id_key": "id", "split": "train", "streaming": False, "license": "mit", "dedup": True,
+        "decontam": f"{bench}=question", "benchmarks_dir": None, "keep_columns": ["topic", "style"],
+    }
+    # The quickstart: the bundled sample is recorded as no --input, and no --keep-columns as no key at all.
+    quickstart = job_from(BuildJob, ["--behaviors", "backtracking"])
+    assert quickstart.record() == {
+        "behaviors": "backtracking", "input": None, "tags": None, "classifier": "cues", "min_count": 1,
+        "exclude_behaviors": None, "limit": None, "seed": 0, "text_key": "text", "id_key": "id", "split": "train",
+        "streaming": False, "license": "other", "dedup": False, "decontam": None, "benchmarks_dir": None,
+    }
+    assert str(quickstart.dataset_dir) == "datasets/backtracking"
+
+
+def test_the_build_flow_takes_every_option_of_the_command():
+    # --overwrite is the flow's own argument; the corpus, executor and cleaning options are its groups' parameters.
+    own = {f.name for f in offered(BuildJob)} - {"overwrite"}
+    assert own | {"input", "text_key", "id_key", "split", "config", "streaming", "batch_size", "executor",
+                  "cleaning"} == set(BuildParameters.model_fields)
