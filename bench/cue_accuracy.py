@@ -33,11 +33,13 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl",
           "blindset2": TESTS / "blindset" / "round2" / "labels.jsonl",
           "blindset3": TESTS / "blindset" / "round3" / "labels.jsonl",
-          "blindset5": TESTS / "blindset" / "round5" / "labels.jsonl"}
-BLIND_ROUNDS = {"blindset", "blindset2", "blindset3", "blindset5"}
+          "blindset5": TESTS / "blindset" / "round5" / "labels.jsonl",
+          "blindset7": TESTS / "blindset" / "round7" / "labels.jsonl"}
+BLIND_ROUNDS = {"blindset", "blindset2", "blindset3", "blindset5", "blindset7"}
 # Test sets only: their errors are not printed, so nobody tunes against them. Rounds 2 and 3 were each read once to
-# report (cues_v3/v4, then cues_v5) and are tuning text since; round 5 is the test set that replaced them.
-TEST_ONLY = {"blindset5"}
+# report (cues_v3/v4, then cues_v5) and are tuning text since; round 5 is the test set that replaced them, and round 7
+# (180 Countdown traces written after cues_v6 was frozen) the first fresh Countdown set since round 1.
+TEST_ONLY = {"blindset5", "blindset7"}
 
 
 def scores(pairs: list[tuple[int, int]]) -> tuple[float, float, float, int]:
@@ -72,7 +74,8 @@ def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict
 
 def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
     """A blind set round's labeled items of one half (or all): shared-data texts and Countdown traces
-    (tests/blindset; rounds 2, 3 and 5 in tests/blindset/roundN, real texts only, all test)."""
+    (tests/blindset; rounds 2, 3 and 5 in tests/blindset/roundN, real texts only, and round 7, Countdown traces only;
+    all test)."""
     if not labels_path.exists():
         raise DevsetUnavailable(f"the blind set's labels are not there yet ({labels_path})")
     from tests.blindset.resolve import load_blindset as resolve_blindset
