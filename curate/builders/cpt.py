@@ -1748,7 +1748,10 @@ def run_cpt(
                        "are the tags from this corpus (and --id-key right)?")
     (output / "rejects").mkdir(parents=True, exist_ok=True)
     for unreadable in sorted((pool_dir / "rejects").glob("*.jsonl")):
-        shutil.copyfile(unreadable, output / "rejects" / unreadable.name)
+        # A copy, not a move: the pool stays whole for the next rerun. Through a partial, so a crash mid-copy leaves
+        # no rejects file that looks finished.
+        with atomic_path(output / "rejects" / unreadable.name) as copy:
+            shutil.copyfile(unreadable, copy)
     # Cleaned into a folder of their own: the pool stays as the corpus pass wrote it, for the next rerun.
     pool = pool_dir
     if dedup:
