@@ -12,12 +12,12 @@ from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group, input_group, server_group
-from curate.cli.options import ClassifierOption, Tasks, VerifyInputs, Workers, fail, summary, tag_rows, update_rows
+from curate.cli.groups import executor_group, input_group, job_command, server_group
+from curate.cli.options import Tasks, Workers, fail, summary, tag_rows, update_rows
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+from curate.pipelines.jobs import TagJob
 
 if TYPE_CHECKING:  # imported when a command runs: they import datatrove
-    from curate.pipelines.llm.server import ServerOptions
     from curate.pipelines.llm_tag import LLMTagOptions
     from curate.pipelines.readers import InputSpec
 
@@ -30,28 +30,8 @@ def llm_tag_config(**fields):
 
 
 @app.command()
-@executor_group
-@server_group(without=("tp", "dp"))
-@input_group
-def tag(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/CLASSIFIER/.")] = Path("tags"),
-    classifier: ClassifierOption = "cues",
-    tasks: Tasks = 1,
-    workers: Workers = 1,
-    batch_size: Annotated[int, typer.Option(help="Documents per classifier call.", min=1)] = 64,
-    verify_inputs: VerifyInputs = False,
-    limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
-    model: Annotated[str | None, typer.Option(help="--classifier llm/cascade: the model (hub name or local dir); "
-                                                 "its server: the Model server options.")] = None,
-    mode: Annotated[str, typer.Option(help="--classifier llm: per-behavior or joint.")] = "per-behavior",
-    structured: Annotated[bool, typer.Option(help="--classifier llm: ask the server for JSON by schema.")] = False,
-    gate: Annotated[str | None, typer.Option(help="--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.")] = None,
-    max_doc_tokens: Annotated[int, typer.Option(help="--classifier llm: truncate documents to this many model tokens.", min=16)] = 3072,
-    *,
-    runs_on: ExecutorOptions = LOCAL,
-    server: ServerOptions,
-    corpus: InputSpec,
-) -> None:
+@job_command(TagJob)
+def tag(job: TagJob) -> None:
     """Tag a corpus: write one attribute row per document to OUTPUT/CLASSIFIER/ (parquet).
 
     `--classifier llm --model M --backend vllm|endpoint|transformers` (or `cascade`) runs `curate tag-llm`.
@@ -72,26 +52,14 @@ def tag(
 
         curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
     """
-    from curate.classifiers import resolve_name
-    from curate.pipelines.tag import run_tagging
-
-    resolved, _ = resolve_name(classifier)
-    if resolved.startswith(("llm_", "cascade_")):
-        if not model:
-            fail(f"--classifier {classifier} needs --model M (and --backend vllm|endpoint|transformers)")
-        gate = gate or ("cues" if resolved.startswith("cascade_") else None)
-        # tag-llm's own request timeout and start settings, as `curate tag-llm` with these options would run.
-        options = llm_tag_config(**{**dataclasses.asdict(server), "tp": None, "request_timeout": 300.0}, mode=mode,
-                                 structured=structured, max_doc_tokens=max_doc_tokens, gate=gate)
-        tag_llm(model=model, output=output, tasks=tasks, workers=workers, limit=limit, runs_on=runs_on, server=options,
-                corpus=corpus)
-        return
-    if model:
-        fail("--model applies to --classifier llm or cascade only")
+    from curate.pipelines.llm_tag import LLMTagResult
+    from curate.pipelines.tagging import tag as run_tag_job
 
     started = time.perf_counter()
-    result = run_tagging(corpus, output, classifier, tasks=tasks, workers=workers, batch_size=batch_size, limit=limit,
-                         verify_inputs=verify_inputs, executor=runs_on)
+    result = run_tag_job(job)
+    if isinstance(result, LLMTagResult):
+        llm_tag_summary(result)
+        return
     rows = tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started) + update_rows(result)
     summary(f"Tagged → {result.tags_dir}", rows)
 
@@ -214,7 +182,12 @@ def tag_llm(
         if not isinstance(template_kwargs, dict):
             fail("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
         options = dataclasses.replace(server, chat_template_kwargs=template_kwargs)
-    result = run_llm_tagging(corpus, output, options, tasks=tasks, workers=workers, limit=limit, executor=runs_on)
+    llm_tag_summary(run_llm_tagging(corpus, output, options, tasks=tasks, workers=workers, limit=limit,
+                                    executor=runs_on))
+
+
+def llm_tag_summary(result) -> None:
+    """What an LLM tagging run (tag-llm, tag --classifier llm) did: its rows, requests, failures and throughput."""
     rows = [r for r in tag_rows(result.tags_dir, result.rejects_dir, result.seconds) if r[0] != "documents/s"]
     rows += [
         ("sent to the LLM", f"{result.llm_documents:,}"),

@@ -26,7 +26,8 @@ from curate.classifiers import UnknownClassifierError, resolve_name
 from curate.errors import CurateError
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executors import ExecutorOptions
-from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, field_types
+from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types
+from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import claim_output
 
@@ -102,10 +103,33 @@ CleaningParameters = parameters_model(
 )
 
 
+class ServerBase(BaseModel):
+    """A flow's model server (ServerParameters); the model is the job's own parameter, and the server options are
+    checked when the job starts its server, as the command's are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def options(self, model: str | None) -> ServerOptions:
+        return ServerOptions(model=model, **self.model_dump())
+
+
+def _server_fields() -> dict:
+    """The ServerOptions fields the "Model server" panel offers, with their defaults and the panel's bounds."""
+    hints = typing.get_type_hints(ServerOptions)
+    bounds = {"concurrency": {"ge": 1}, "tp": {"ge": 1}, "dp": {"ge": 1}}
+    return {f.name: (hints[f.name], Field(f.default, **bounds.get(f.name, {})) if f.default_factory is dataclasses.MISSING
+                     else Field(default_factory=f.default_factory))
+            for f in dataclasses.fields(ServerOptions) if f.name in SERVER_FIELDS}
+
+
+ServerParameters = create_model("ServerParameters", __base__=ServerBase, __module__=__name__, **_server_fields())
+
 # A job's option group (curate.pipelines.jobs) -> its flow parameter and that parameter's model. The corpus (INPUT)
 # has no parameter of its own: its fields are InputParameters' own (input, text_key, ...), as deployments give them.
-GROUP_PARAMETERS = {EXECUTOR: ("executor", ExecutorParameters), CLEANING: ("cleaning", CleaningParameters)}
-GROUP_CLASSES = {"ExecutorOptions": ExecutorOptions, "Cleaning": Cleaning, "InputSpec": InputSpec}
+GROUP_PARAMETERS = {EXECUTOR: ("executor", ExecutorParameters), CLEANING: ("cleaning", CleaningParameters),
+                    SERVER: ("server", ServerParameters)}
+GROUP_CLASSES = {"ExecutorOptions": ExecutorOptions, "Cleaning": Cleaning, "InputSpec": InputSpec,
+                 "ServerOptions": ServerOptions}
 
 
 class JobParameters(BaseModel):
@@ -119,6 +143,11 @@ class JobParameters(BaseModel):
 
     @model_validator(mode="after")
     def _checked(self):
+        for f in dataclasses.fields(self.job_class):
+            if f.metadata.get("group") == SERVER:
+                refused = set(f.metadata["settings"].get("without", ())) & self.server.model_fields_set
+                if refused:  # the command does not offer them either: its job sets them itself
+                    raise ValueError(f"server: {', '.join(sorted(refused))} is not an option of this job")
         if self.job_check is not None:
             try:
                 self.job_check(self.job())
@@ -133,6 +162,8 @@ class JobParameters(BaseModel):
             kind = f.metadata.get("group")
             if kind == INPUT:
                 values[f.name] = self.spec()
+            elif kind == SERVER:
+                values[f.name] = self.server.options(getattr(self, f.metadata["settings"].get("model", "model")))
             elif kind is not None:
                 values[f.name] = getattr(self, GROUP_PARAMETERS[kind][0]).options()
             elif f.name in type(self).model_fields:
@@ -142,9 +173,9 @@ class JobParameters(BaseModel):
 
 def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = BaseModel, check: Callable | None = None,
               exclude: tuple[str, ...] = (), **overrides) -> type:
-    """The JobParameters model of `job_class`, named for it in `module` (the flow's, where it is pickled from): each of its fields (but `exclude`) with its type, default, help
-    (description) and bounds (min -> ge, max -> le), and each of its groups as GROUP_PARAMETERS says (a job that reads
-    a corpus takes `base` InputParameters). A field `base` declares keeps base's declaration (its validator), which
+    """The JobParameters model of `job_class`, named for it in `module` (the flow's, where it is pickled from): each
+    of its fields (but `exclude`) with its type, default, help (description) and bounds (min -> ge, max -> le), and
+    each of its groups as GROUP_PARAMETERS says (a job that reads a corpus takes `base` InputParameters). A field `base` declares keeps base's declaration (its validator), which
     must have the job's default. `overrides`: field -> (type, default or Field) where a flow's parameter differs from
     the option (an output a deployment must name); `check(job)`: the job's own check, raising a CurateError."""
     types = field_types(job_class, known=GROUP_CLASSES)

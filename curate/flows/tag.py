@@ -1,4 +1,5 @@
-"""The tag flow: one Prefect task around `run_tagging` (corpus -> attribute shards in OUTPUT/<classifier>/)."""
+"""The tag flow: one Prefect task around the tag job (corpus -> attribute shards in OUTPUT/<classifier>/), the job
+`curate tag` runs, with the same options: a cheap classifier, or an LLM one on the job's model server."""
 
 from __future__ import annotations
 
@@ -7,15 +8,21 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
-from curate.flows.common import InputParameters, cache_key, completed_tasks, submission_summary
+from curate.flows.common import InputParameters, cache_key, completed_tasks, job_model, submission_summary
 from curate.pipelines.executors import JobSubmitted
+from curate.pipelines.jobs import TagJob
 from curate.pipelines.query import behavior_stats, count_rejects
-from curate.pipelines.tag import run_tagging
+from curate.pipelines.tagging import llm_options, tag
 
-
-class TagParameters(InputParameters):
-    output: str = Field("tags", min_length=1, description="Tags root; shards go to OUTPUT/<classifier>/.")
-    limit: int = Field(-1, ge=-1, description="Read at most this many documents per task (-1: all).")
+TagParameters = job_model(
+    TagJob,
+    """The options of `curate tag`, generated from its TagJob; the corpus as InputParameters has it.""",
+    __name__,
+    base=InputParameters,
+    check=llm_options,
+    output=(str, Field("tags", min_length=1, description="Tags root; shards go to OUTPUT/<classifier>/.")),
+    limit=(int, Field(-1, ge=-1, description="Read at most this many documents per task (-1: all).")),
+)
 
 
 def _tag_key(context, arguments: dict) -> str:
@@ -25,9 +32,7 @@ def _tag_key(context, arguments: dict) -> str:
 @task(name="tag-corpus", cache_key_fn=_tag_key, persist_result=True)
 def tag_corpus(params: TagParameters) -> dict:
     try:
-        result = run_tagging(params.spec(), params.output, params.classifier, tasks=params.tasks,
-                             workers=params.workers, batch_size=params.batch_size, progress=False, limit=params.limit,
-                             verify_inputs=params.verify_inputs, executor=params.executor.options())
+        result = tag(params.job(), progress=False)
     except JobSubmitted as submitted:
         return submission_summary(submitted)
     stats = behavior_stats(result.tags_dir)[0]

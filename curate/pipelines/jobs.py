@@ -24,8 +24,15 @@ import dataclasses
 import re
 import sys
 import typing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+
+if TYPE_CHECKING:  # they import datatrove
+    from curate.pipelines.llm.server import ServerOptions
+    from curate.pipelines.readers import InputSpec
 
 SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
 SAMPLE_GLOB = str(SAMPLE_CORPUS / "*.jsonl")  # what a command without --input reads
@@ -75,3 +82,34 @@ def field_types(job_class: type, known: dict[str, type] | None = None) -> dict[s
     unresolved = {name: (known or {}).get(name, object) for name in names
                   if name not in module and not hasattr(builtins, name)}
     return typing.get_type_hints(job_class, localns=unresolved)
+
+
+# The ServerOptions fields that the "Model server" panel offers (curate.cli.groups.SERVER_FLAGS): a flow's server
+# parameters are these, so that a flow can set what the command can (less a job's `without`).
+SERVER_FIELDS = ("backend", "endpoint_url", "device", "concurrency", "tp", "dp", "server_args")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TagJob:
+    """Tag a corpus: one attribute row per document in OUTPUT/CLASSIFIER/; an LLM classifier (llm, cascade) tags
+    through its own job, on the model server the server group describes."""
+
+    output: Path = option("Tags root; shards go to OUTPUT/CLASSIFIER/.", "--output", "-o", default=Path("tags"))
+    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
+    tasks: int = option(TASKS_HELP, default=1, min=1)
+    workers: int = option(WORKERS_HELP, default=1, min=1)
+    batch_size: int = option("Documents per classifier call.", default=64, min=1)
+    verify_inputs: bool = option(VERIFY_INPUTS_HELP, "--verify-inputs", default=False)
+    limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
+    model: str | None = option("--classifier llm/cascade: the model (hub name or local dir); its server: the Model "
+                               "server options.", default=None)
+    mode: str = option("--classifier llm: per-behavior or joint.", default="per-behavior")
+    structured: bool = option("--classifier llm: ask the server for JSON by schema.", default=False)
+    gate: str | None = option("--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.",
+                              default=None)
+    max_doc_tokens: int = option("--classifier llm: truncate documents to this many model tokens.", default=3072,
+                                 min=16)
+    corpus: InputSpec = group(INPUT)
+    # The server's model is `model`; an LLM tagging run takes its parallelism from --gpus-per-task.
+    server: ServerOptions = group(SERVER, without=("tp", "dp"))
+    executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 import typer
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from curate.builders.jobs import BuildJob
 from curate.cli import SAMPLE_CORPUS
-from curate.cli.groups import job_command
+from curate.cli.groups import SERVER_FLAGS, job_command
 from curate.flows.build import BuildParameters
+from curate.flows.tag import TagParameters
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import offered
+from curate.pipelines.jobs import SERVER_FIELDS, TagJob, offered
+from curate.pipelines.tagging import llm_options
 
 
 def job_from(job_class: type, argv: list[str]):
@@ -66,3 +70,24 @@ def test_the_build_flow_takes_every_option_of_the_command():
     own = {f.name for f in offered(BuildJob)} - {"overwrite"}
     assert own | {"input", "text_key", "id_key", "split", "config", "streaming", "batch_size", "executor",
                   "cleaning"} == set(BuildParameters.model_fields)
+
+
+def test_the_tag_flow_runs_an_llm_classifier_as_curate_tag_does(tmp_path):
+    # The flow takes the command's model-server options, so both tag through the same LLM tagging options.
+    argv = ["--input", str(SAMPLE_CORPUS), "-o", str(tmp_path / "tags"), "-c", "llm", "--model", "org/model",
+            "--backend", "endpoint", "--endpoint-url", "http://llm:8000/v1", "--concurrency", "3", "--mode", "joint",
+            "--server-arg", "max-num-seqs=8", "--max-doc-tokens", "512", "--gpus-per-task", "1"]
+    command = job_from(TagJob, argv)
+    flow = TagParameters(input=str(SAMPLE_CORPUS), output=str(tmp_path / "tags"), classifier="llm", model="org/model",
+                         mode="joint", max_doc_tokens=512, executor={"gpus_per_task": 1},
+                         server={"backend": "endpoint", "endpoint_url": "http://llm:8000/v1", "concurrency": 3,
+                                 "server_args": {"max-num-seqs": "8"}}).job()
+    assert llm_options(command) == llm_options(flow)
+    assert (llm_options(command).model, llm_options(command).request_timeout) == ("org/model", 300.0)
+    assert command.executor == flow.executor
+    # What the command does not offer (tag's parallelism follows --gpus-per-task), the flow refuses.
+    with pytest.raises(ValidationError, match="tp is not an option"):
+        TagParameters(input=str(SAMPLE_CORPUS), server={"tp": 2})
+    assert set(SERVER_FIELDS) == set(SERVER_FLAGS)  # a flow's server parameters are the panel's options
+    assert {f.name for f in offered(TagJob)} | {"input", "text_key", "id_key", "split", "config", "streaming",
+                                               "executor", "server"} == set(TagParameters.model_fields)

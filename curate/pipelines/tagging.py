@@ -1,0 +1,44 @@
+"""The tag job, which `curate tag` and the tag flow both run: a cheap classifier tags through `run_tagging`, an LLM
+one (llm, cascade) through `run_llm_tagging` on the job's model server, as `curate tag-llm` would run it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from curate.classifiers import resolve_name
+from curate.errors import CurateError
+from curate.pipelines.jobs import TagJob
+from curate.pipelines.llm_tag import LLMTagOptions, LLMTagResult, run_llm_tagging
+from curate.pipelines.tag import TagResult, run_tagging
+
+
+class TagJobError(CurateError, ValueError):
+    pass
+
+
+def llm_options(job: TagJob) -> LLMTagOptions | None:
+    """The LLM tagging options of a job whose classifier is an LLM (None for a cheap one): its server with `model`,
+    tag-llm's request timeout and vLLM parallelism from --gpus-per-task. An unknown classifier, an LLM one without a
+    model or a model for a cheap one fails here, before anything is tagged (the tag flow checks its parameters so)."""
+    resolved, _ = resolve_name(job.classifier)
+    if not resolved.startswith(("llm_", "cascade_")):
+        if job.model:
+            raise TagJobError("--model applies to --classifier llm or cascade only")
+        return None
+    if not job.model:
+        raise TagJobError(f"--classifier {job.classifier} needs --model M (and --backend vllm|endpoint|transformers)")
+    gate = job.gate or ("cues" if resolved.startswith("cascade_") else None)
+    server = {**dataclasses.asdict(job.server), "model": job.model, "tp": None, "request_timeout": 300.0}
+    return LLMTagOptions(**server, mode=job.mode, structured=job.structured, max_doc_tokens=job.max_doc_tokens,
+                         gate=gate)
+
+
+def tag(job: TagJob, progress: bool = True) -> TagResult | LLMTagResult:
+    """Runs the tag job: a rerun skips finished tasks. An LLM run returns its request and token counts too."""
+    options = llm_options(job)
+    if options is not None:
+        return run_llm_tagging(job.corpus, job.output, options, tasks=job.tasks, workers=job.workers, limit=job.limit,
+                               progress=progress, executor=job.executor)
+    return run_tagging(job.corpus, job.output, job.classifier, tasks=job.tasks, workers=job.workers,
+                       batch_size=job.batch_size, progress=progress, limit=job.limit, verify_inputs=job.verify_inputs,
+                       executor=job.executor)
