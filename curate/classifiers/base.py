@@ -56,6 +56,7 @@ BUILTIN: dict[str, str] = {
     "cues_v4": "curate.classifiers.cues_v4",
     "cues_v5": "curate.classifiers.cues_v5",
     "cues_v6": "curate.classifiers.cues_v6",
+    "cues_v7": "curate.classifiers.cues_v7",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
