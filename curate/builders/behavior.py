@@ -32,7 +32,7 @@ from curate.pipelines.query import (
     write_kept_copies,
 )
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.state import STATE, claim_output
+from curate.pipelines.state import STATE, write_once
 from curate.pipelines.steps import (
     DatasetWriter,
     KeepFirstCopy,
@@ -164,14 +164,12 @@ def build(job: BuildJob, progress: bool = True, refresh: bool = False) -> BuildR
     `refresh` builds it all the same (a flow whose cached result is stale: curate's code changed)."""
     selection = build_selection(job)
     output = job.dataset_dir
-    claim = claim_output(output, "build", job.record(), inputs=file_fingerprints(job.corpus, job.verify_inputs),
-                         overwrite=job.overwrite, keep=("tags",) if job.tags_inside else ())
-    if claim.up_to_date and not refresh:
-        return None
-    result = run_build(job.corpus, output, selection, tags_root=job.tags, classifier=job.classifier, tasks=job.tasks,
-                       workers=job.workers, batch_size=job.batch_size, progress=progress,
-                       license="apache-2.0" if job.sample else job.license, verify_inputs=job.verify_inputs,
-                       allow_partial=job.allow_partial, keep_columns=job.kept_columns, executor=job.executor,
-                       **job.cleaning.arguments())
-    claim.finish()
-    return result
+    return write_once(
+        output, "build", job.record(), lambda: run_build(
+            job.corpus, output, selection, tags_root=job.tags, classifier=job.classifier, tasks=job.tasks,
+            workers=job.workers, batch_size=job.batch_size, progress=progress,
+            license="apache-2.0" if job.sample else job.license, verify_inputs=job.verify_inputs,
+            allow_partial=job.allow_partial, keep_columns=job.kept_columns, executor=job.executor,
+            **job.cleaning.arguments()),
+        inputs=file_fingerprints(job.corpus, job.verify_inputs), overwrite=job.overwrite,
+        keep=("tags",) if job.tags_inside else (), refresh=refresh)

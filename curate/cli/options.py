@@ -52,38 +52,19 @@ AllowPartial = Annotated[bool, typer.Option("--allow-partial", help=ALLOW_PARTIA
 OverwriteOption = Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)]
 
 
-def claim_output(output: Path, command: str, parameters: dict, inputs=None, overwrite: bool = False,
-                 keep: tuple[str, ...] = ()):
-    """Claims a dataset folder for `curate COMMAND` with the options that decide what it writes (not how it runs:
-    tasks, workers, executor), see curate.pipelines.state: a folder holding another dataset is refused unless
-    --overwrite. Returns the claim; `claim.up_to_date` means there is nothing to do."""
-    from curate.pipelines.state import OutputOccupiedError
-    from curate.pipelines.state import claim_output as claim
-
-    parameters = {k: str(v) if isinstance(v, Path) else v for k, v in parameters.items()}
-    try:
-        return claim(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
-    except OutputOccupiedError as error:
-        fail(str(error))
-
-
 def write_once(output: Path, command: str, parameters: dict, write, inputs=None, overwrite: bool = False,
                keep: tuple[str, ...] = (), abandon: bool = False):
-    """`write()` into `output` under a claim (claim_output): None, said so, when the folder is up to date; else
+    """`write()` into `output` under a claim (state.claim_output, with the options that decide what it writes, not
+    how it runs: tasks, workers, executor): None, said so, when the folder is up to date; else
     what `write()` returns, once the claim is finished. A failed write leaves the claim unfinished, so the same
     command resumes it; with `abandon`, a failed write into a new folder removes it (an export has nothing to
-    resume). A Slurm submission is an exception too: the rerun continues it."""
-    claim = claim_output(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
-    if claim.up_to_date:
-        return up_to_date(output)
-    try:
-        result = write()
-    except Exception:
-        if abandon:
-            claim.abandon()
-        raise
-    claim.finish()
-    return result
+    resume). A Slurm submission is an exception too: the rerun continues it (curate.pipelines.state.write_once)."""
+    from curate.pipelines.state import write_once as write_claimed
+
+    # A folder holding another dataset raises OutputOccupiedError, a CurateError: one line and exit 2 (cli.app).
+    result = write_claimed(output, command, parameters, write, inputs=inputs, overwrite=overwrite, keep=keep,
+                           abandon=abandon)
+    return up_to_date(output) if result is None else result
 
 
 def path_signature(path: str | Path):

@@ -55,6 +55,26 @@ class OutputClaim:
                 self.output.rmdir()
 
 
+def write_once(output: str | Path, command: str, parameters: dict, write, inputs=None, overwrite: bool = False,
+               keep: tuple[str, ...] = (), abandon: bool = False, refresh: bool = False):
+    """`write()` (which returns its result, never None) into `output` under a claim (claim_output): None when the
+    folder is up to date, unless `refresh` (a flow whose cached result is stale writes it again); else what `write()`
+    returns, once the claim is finished. A failed write leaves the claim unfinished, so the same job resumes it; with
+    `abandon`, a failed write into a new folder removes it (an export has nothing to resume). A Slurm submission is
+    an exception too: the rerun continues it."""
+    claim = claim_output(output, command, parameters, inputs=inputs, overwrite=overwrite, keep=keep)
+    if claim.up_to_date and not refresh:
+        return None
+    try:
+        result = write()
+    except Exception:
+        if abandon:
+            claim.abandon()
+        raise
+    claim.finish()
+    return result
+
+
 def _write_record(output: Path, record: dict) -> None:
     write_text_atomic(output / OWNER_FILE, json.dumps(record, indent=2, sort_keys=True))
 
