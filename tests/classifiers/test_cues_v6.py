@@ -3,7 +3,7 @@ five backtracking cues guarded and the listed cues added, and the Countdown targ
 
 import pytest
 
-from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers import get_classifier
 from curate.classifiers.cues import revise
 from curate.classifiers.cues_v5 import CUES_V5
 from curate.classifiers.cues_v6 import ADDED, CUES_V6, REVISED
@@ -63,13 +63,6 @@ def test_v6_is_v5_with_guards_plus_its_additions():
     changed = [(old.pattern, new.pattern) for old, new in zip(CUES_V5, CUES_V6) if old != new]
     assert sorted({pattern for pattern, _ in changed}) == sorted(REVISED)
     assert all(old == new for old, new in changed)  # the pattern stays, only its context rules change
-
-
-def test_cues_names_v6():
-    """'cues' resolves to cues_v6, the version round 5 measured best (README); the older versions keep their names."""
-    assert resolve_name("cues") == ("cues_v6", None)
-    assert get_classifier("cues").name == "cues_v6"
-    assert [resolve_name(f"cues_v{n}")[0] for n in range(1, 7)] == [f"cues_v{n}" for n in range(1, 7)]
 
 
 def test_countdown_targets_still_hold(v6):
