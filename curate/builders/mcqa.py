@@ -33,11 +33,14 @@ import re
 import signal
 import threading
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
+from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
 from curate.builders.llm_writers import PROMPT_VERSION, LLMOptions, Rewrite, reformulate_rows
 from curate.data_cards.cards import (
     load_snippet,
@@ -48,7 +51,7 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.errors import CurateError
-from curate.files import atomic_path, write_text_atomic
+from curate.files import write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.state import files_signature
@@ -892,13 +895,40 @@ def reason_code(reason: str) -> str:
     return reason.split(":", 1)[0]
 
 
-def _converted(items: Iterable[MCItem | Rejected], workers: int) -> Iterator[Converted | Rejected]:
-    if workers <= 1:
-        yield from map(convert_bounded, items)
-        return
-    # Each worker's own main thread runs the bounded check, so its SIGALRM timer works there.
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap(convert_bounded, items, chunksize=16)
+class McqaBuilder(Builder):
+    """Decides each item by its bounded conversion (in WORKERS processes when more than one); counts the answer
+    types of the items it keeps."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.types: Counter = Counter()
+
+    def decisions(self, items: Iterable[MCItem | Rejected]) -> Iterator[Decision]:
+        for result in self._converted(items):
+            if isinstance(result, Converted):
+                self.types[result.answer_type] += 1
+                yield Keep.row(result.row(), source=result.source)
+            else:
+                yield _reject(result.id, result.source, result.reason)
+
+    def _converted(self, items: Iterable[MCItem | Rejected]) -> Iterator[Converted | Rejected]:
+        if self.workers <= 1:
+            yield from map(convert_bounded, items)
+            return
+        # Each worker's own main thread runs the bounded check, so its SIGALRM timer works there.
+        with multiprocessing.get_context("spawn").Pool(self.workers) as pool:
+            yield from pool.imap(convert_bounded, items, chunksize=16)
+
+
+def _reject(item_id: str, source: str, reason: str) -> Reject:
+    return Reject(reason_code(reason), {"id": item_id, "source": source, "reason": reason}, source)
+
+
+SCHEMA = pa.schema([
+    ("id", pa.string()), ("question", pa.string()), ("answer", pa.string()), ("answer_type", pa.string()),
+    ("source", pa.string()), ("original_options", pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string())]))),
+    ("gold_letter", pa.string()), ("data_source", pa.string()), ("ability", pa.string()),
+])
 
 
 def run_mcqa(
@@ -907,10 +937,6 @@ def run_mcqa(
     benchmarks_dir: str | Path | None = None, reformulate: dict | None = None,
 ) -> McqaResult:
     """Converts the inputs; `dedup` / `decontam` (benchmarks as `curate decontam --against`) then clean the result in place."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     output = Path(output)
     if reformulate:
         LLMOptions(**reformulate).validate()  # a wrong backend fails before the conversion, not after it
@@ -918,15 +944,6 @@ def run_mcqa(
         parse_against(decontam, benchmarks_dir)  # so does a wrong --decontam
     for sub in ("data", "rejects", ".curate"):
         (output / sub).mkdir(parents=True, exist_ok=True)
-    schema = pa.schema([
-        ("id", pa.string()), ("question", pa.string()), ("answer", pa.string()), ("answer_type", pa.string()),
-        ("source", pa.string()), ("original_options", pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string())]))),
-        ("gold_letter", pa.string()), ("data_source", pa.string()), ("ability", pa.string()),
-    ])
-    data_path, rejects_path = output / "data" / "train-00000.parquet", output / "rejects" / "rejects.jsonl"
-    by_source: dict[str, Counter] = defaultdict(Counter)
-    by_reason: Counter = Counter()
-    types: Counter = Counter()
     seen: set[str] = set()
 
     def items() -> Iterator[MCItem | Rejected]:
@@ -938,36 +955,18 @@ def run_mcqa(
                 seen.add(item.id)
                 yield item
 
-    rows: list[dict] = []
-    # Both files are renamed once the conversion (and the reformulation) is done: the data first, then the rejects.
-    with atomic_path(rejects_path) as rejects_tmp, atomic_path(data_path) as data_tmp:
-        with pq.ParquetWriter(data_tmp, schema) as writer, rejects_tmp.open("w", encoding="utf-8") as rejects, Progress(
-            TextColumn("mcqa"), BarColumn(), MofNCompleteColumn(), TextColumn("kept {task.fields[kept]:,}"),
-            TimeElapsedColumn(), disable=not progress, transient=True,
-        ) as bar:
-            task = bar.add_task("convert", total=None, kept=0)
-            kept = 0
-            for result in _converted(items(), workers):
-                if isinstance(result, Converted):
-                    rows.append(result.row())
-                    kept += 1
-                    by_source[result.source]["kept"] += 1
-                    types[result.answer_type] += 1
-                    if len(rows) >= batch_rows:
-                        writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                        rows.clear()
-                else:
-                    rejects.write(json.dumps({"id": result.id, "source": result.source, "reason": result.reason}) + "\n")
-                    by_source[result.source]["rejected"] += 1
-                    by_source[result.source][reason_code(result.reason)] += 1
-                    by_reason[reason_code(result.reason)] += 1
-                bar.update(task, advance=1, kept=kept)
-            if rows:
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+    builder = McqaBuilder(workers)
+    # Both files appear once the conversion (and the reformulation) is done.
+    with BuildOutput({"train": output / "data" / "train-00000.parquet"}, SCHEMA, output / "rejects" / "rejects.jsonl",
+                     row_group=batch_rows, progress=progress, label="mcqa") as out:
+        builder.run(items(), out)
         if reformulate:
-            kept = _reformulate(data_tmp, rejects_tmp, reformulate, output, by_source, by_reason, types, progress)
-    result = McqaResult(output, kept, sum(by_reason.values()), {k: dict(v) for k, v in by_source.items()},
-                        dict(by_reason.most_common()), dict(types.most_common()))
+            out.revise("train", _reformulation(reformulate, output, builder.types, progress), REFORMULATION_COLUMNS)
+    types = builder.types
+    for kind in [k for k, v in types.items() if v <= 0]:
+        del types[kind]
+    result = McqaResult(output, out.kept, out.rejected, {k: dict(v) for k, v in out.by_source.items()},
+                        dict(out.by_reason.most_common()), dict(types.most_common()))
     parameters = {"inputs": inputs, "format": fmt, "limit": limit, "item_seconds": ITEM_SECONDS,
                   "fingerprint": hashlib.sha256(json.dumps([inputs, fmt, limit]).encode()).hexdigest()[:16]}
     if reformulate:
@@ -989,37 +988,28 @@ def run_mcqa(
     return result
 
 
-def _reformulate(data_tmp: Path, rejects_tmp: Path, options: dict, output: Path, by_source, by_reason, types,
-                 progress: bool) -> int:
-    """LLM rewrite + judge over the converted rows in data_tmp: accepted rows get the new stem (the rule-based
-    one stays in `rule_question`), refused rows move to the rejects; returns the rows kept."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+# What a reformulated row adds: the rule-based stem it replaced, and the model.
+REFORMULATION_COLUMNS = [pa.field("rule_question", pa.string()), pa.field("reformulated_by", pa.string())]
 
 
-    table = pq.read_table(data_tmp)
-    rows = table.to_pylist()
-    verdicts = reformulate_rows(rows, LLMOptions(**options), output / ".curate" / "reformulate", stem_reason, progress) if rows else []
-    schema = table.schema.append(pa.field("rule_question", pa.string())).append(pa.field("reformulated_by", pa.string()))
-    kept = []
-    with rejects_tmp.open("a", encoding="utf-8") as rejects:
+def _reformulation(options: dict, output: Path, types: Counter, progress: bool) -> Callable[[list[dict]], list[Decision]]:
+    """The LLM rewrite + judge over the converted rows, as a revision of them: accepted rows get the new stem (the
+    rule-based one stays in `rule_question`), refused rows move to the rejects and leave the answer types."""
+
+    def decide(rows: list[dict]) -> list[Decision]:
+        verdicts = reformulate_rows(rows, LLMOptions(**options), output / ".curate" / "reformulate", stem_reason,
+                                    progress) if rows else []
+        decisions: list[Decision] = []
         for row, verdict in zip(rows, verdicts, strict=True):
             if isinstance(verdict, Rewrite):
-                kept.append({**row, "question": verdict.question, "rule_question": row["question"],
-                             "reformulated_by": options["model"]})
-                continue
-            rejects.write(json.dumps({"id": row["id"], "source": row["source"], "reason": verdict}) + "\n")
-            code = reason_code(verdict)
-            by_source[row["source"]]["kept"] -= 1
-            by_source[row["source"]]["rejected"] += 1
-            by_source[row["source"]][code] += 1
-            by_reason[code] += 1
-            types[row["answer_type"]] -= 1
-    for kind in [k for k, v in types.items() if v <= 0]:
-        del types[kind]
-    # data_tmp is itself the unfinished file (read whole above): rewritten in place, renamed by the caller.
-    pq.write_table(pa.Table.from_pylist(kept, schema=schema), data_tmp)
-    return len(kept)
+                decisions.append(Keep.row({**row, "question": verdict.question, "rule_question": row["question"],
+                                           "reformulated_by": options["model"]}, source=row["source"]))
+            else:
+                decisions.append(_reject(row["id"], row["source"], verdict))
+                types[row["answer_type"]] -= 1
+        return decisions
+
+    return decide
 
 
 FIELDS = [

@@ -35,12 +35,12 @@ import random
 import re
 import shutil
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curate.builders.arith import (
     ExpressionError,
@@ -51,6 +51,7 @@ from curate.builders.arith import (
     parse_solution,
     written_in_words,
 )
+from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
 from curate.console import ProgressBar
 from curate.data_cards.cards import (
     load_snippet,
@@ -60,7 +61,7 @@ from curate.data_cards.cards import (
     size_category,
     split_configs,
 )
-from curate.files import atomic_open, atomic_path, write_text_atomic
+from curate.files import atomic_open, write_text_atomic
 from curate.pipelines.decontam import decontam_card_section, decontaminate
 from curate.pipelines.dedup import dedup as run_dedup
 from curate.pipelines.dedup import dedup_card_section
@@ -72,6 +73,7 @@ ABILITY = "math"
 SETS = ("full", "half", "single")
 MAX_HOPS = 8
 REFERENCE = re.compile(r"\bX\d+\b")
+POOL = "pool"  # the kept source problems, held in memory for chaining
 
 HOP_TYPE = pa.struct([
     ("source_id", pa.string()),
@@ -167,48 +169,53 @@ def parse_hop_range(text: str) -> tuple[int, int]:
     return low, high
 
 
-def load_sources(
-    spec: InputSpec, answer_key: str = "answer", progress: bool = True, rejects: list[dict] | None = None,
-    excluded: dict[str, tuple[str, str]] | None = None,
-) -> tuple[list[SourceProblem], MultihopStats]:
-    """Read problems and keep those whose solution re-executes to its answer. Everything else is
-    appended to `rejects` with its reason, as are the ids in `excluded` (id -> (reason, detail)). The pool
-    stays in memory: chaining draws from all of it at random, and a parsed problem is a few hundred bytes."""
-    excluded = excluded or {}
-    stats = MultihopStats()
-    problems: list[SourceProblem] = []
-    rejects = rejects if rejects is not None else []
+class SourceFilter(Builder):
+    """Keeps the problems whose solution re-executes to their answer; rejects the rest, and the ids in EXCLUDED
+    (id -> (reason, detail)), with the reason."""
 
-    def reject(reason: str, detail: str, doc_id: str, question: str) -> None:
-        stats.source_rejects[reason] += 1
-        rejects.append({"reason": reason, "detail": detail, "id": doc_id, "question": question})
+    def __init__(self, answer_key: str = "answer", excluded: dict[str, tuple[str, str]] | None = None):
+        self.answer_key = answer_key
+        self.excluded = excluded or {}
 
-    for document in make_reader(spec, progress=progress).run():
-        stats.sources_read += 1
+    def decide(self, document) -> Decision:
         if is_reject(document):
             reason = document.metadata[REJECT_REASON]
-            reject(reason.split(":")[0], reason, document.id, document.text)
-            continue
-        solution_text = document.metadata.get(answer_key)
+            return _source_reject(reason.split(":")[0], reason, document)
+        solution_text = document.metadata.get(self.answer_key)
         if not isinstance(solution_text, str) or not solution_text.strip():
-            reject("missing_solution", f"no text field {answer_key!r} with the worked solution", document.id, document.text)
-            continue
-        if document.id in excluded:
-            reject(*excluded[document.id], document.id, document.text)
-            continue
+            return _source_reject("missing_solution", f"no text field {self.answer_key!r} with the worked solution",
+                                  document)
+        if document.id in self.excluded:
+            return _source_reject(*self.excluded[document.id], document)
         if REFERENCE.search(document.text):
-            reject("uses_reference_names", "the text already contains a name such as X1", document.id, document.text)
-            continue
+            return _source_reject("uses_reference_names", "the text already contains a name such as X1", document)
         try:
             solution = parse_solution(document.text, solution_text)
         except UnexecutableSolution as error:
-            reject(error.reason, error.detail, document.id, document.text)
-            continue
-        stats.sources_executable += 1
+            return _source_reject(error.reason, error.detail, document)
         answer = format_number(solution.answer)
-        slots = solution.substitutable_givens()
-        stats.sources_with_slots += bool(slots)
-        problems.append(SourceProblem(document.id, document.text, answer, solution, slots))
+        return Keep.row(SourceProblem(document.id, document.text, answer, solution, solution.substitutable_givens()),
+                        split=POOL)
+
+
+def _source_reject(reason: str, detail: str, document) -> Reject:
+    return Reject(reason, {"reason": reason, "detail": detail, "id": document.id, "question": document.text})
+
+
+def load_sources(
+    spec: InputSpec, answer_key: str = "answer", progress: bool = True, rejects: list[dict] | None = None,
+    excluded: dict[str, tuple[str, str]] | None = None, out: BuildOutput | None = None,
+) -> tuple[list[SourceProblem], MultihopStats]:
+    """Read problems and keep those whose solution re-executes to its answer. Everything else is rejected with its
+    reason (SourceFilter): into OUT's rejects file when given, else appended to `rejects`. The pool stays in memory:
+    chaining draws from all of it at random, and a parsed problem is a few hundred bytes."""
+    with BuildOutput() if out is None else nullcontext(out) as sink:
+        SourceFilter(answer_key, excluded).run(make_reader(spec, progress=progress).run(), sink)
+    if rejects is not None:
+        rejects.extend(sink.held_rejects)
+    problems = sink.held[POOL]
+    stats = MultihopStats(sources_read=sink.decided, sources_executable=sink.kept,
+                          sources_with_slots=sum(bool(p.slots) for p in problems), source_rejects=sink.by_reason)
     return problems, stats
 
 
@@ -437,9 +444,19 @@ def reexecute(row: dict, sources: dict[str, SourceProblem]) -> str:
     return previous
 
 
-def _write_parquet(rows: list[dict], path: Path) -> None:
-    with atomic_path(path) as partial:
-        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), partial)
+class ChainRows(Builder):
+    """Turns each (index, chain) into its rows of the three sets, every row re-executed from its stored hops first:
+    a chain that does not reproduce would be a wrong reward (ChainMismatch)."""
+
+    def __init__(self, sources: dict[str, SourceProblem], prefix: str):
+        self.sources, self.prefix = sources, prefix
+
+    def decide(self, item: tuple[int, list[Hop]]) -> Decision:
+        index, chain = item
+        rows = ablation_rows(f"{self.prefix}{index:06d}", chain)
+        for row in (row for name in SETS for row in rows[name]):
+            reexecute(row, self.sources)
+        return Keep(tuple((name, row) for name in SETS for row in rows[name]))
 
 
 def run_multihop(
@@ -469,12 +486,9 @@ def run_multihop(
         "benchmarks_dir": str(benchmarks_dir) if benchmarks_dir else None, "license": license,
     }
     excluded, sections = clean_sources(spec, output, answer_key, dedup, decontam, benchmarks_dir, progress)
-    source_rejects: list[dict] = []
-    problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, rejects=source_rejects,
-                                   excluded=excluded)
-    with atomic_open(output / "rejects" / "sources.jsonl") as f:
-        for record in source_rejects:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    with BuildOutput(rejects=output / "rejects" / "sources.jsonl") as sources_out:
+        problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, excluded=excluded,
+                                       out=sources_out)
     if not problems:
         raise ValueError(f"no usable source problem in {spec.path} ({dict(stats.source_rejects)})")
 
@@ -482,23 +496,11 @@ def run_multihop(
     with atomic_open(output / "rejects" / "links.jsonl") as links, atomic_open(output / "rejects" / "chains.jsonl") as failed:
         chains = builder.build(n, hops, stats, links, failed, progress=progress)
 
-    sets: dict[str, list[dict]] = {name: [] for name in SETS}
     sources = {p.id: p for p in problems}
-    uses: Counter = Counter()
-    prefix = f"multihop-s{seed}-"
-    for index, chain in enumerate(chains):
-        for name, rows in ablation_rows(f"{prefix}{index:06d}", chain).items():
-            sets[name].extend(rows)
-        uses.update(hop.problem.id for hop in chain)
-    # Every row must be reproducible from its stored hops: a chain that is not would be a wrong reward.
-    for rows in sets.values():
-        for row in rows:
-            reexecute(row, sources)
-    data = output / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    for name, rows in sets.items():
-        _write_parquet(rows, data / f"{name}-00000.parquet")
-    stats.rows = {name: len(rows) for name, rows in sets.items()}
+    uses: Counter = Counter(hop.problem.id for chain in chains for hop in chain)
+    with BuildOutput({name: output / "data" / f"{name}-00000.parquet" for name in SETS}, SCHEMA, row_group=None) as out:
+        ChainRows(sources, f"multihop-s{seed}-").run(enumerate(chains), out)
+    stats.rows = dict(out.rows)
     stats.distinct_sources = len(uses)
     stats.max_source_uses = max(uses.values(), default=0)
 

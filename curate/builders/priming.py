@@ -28,7 +28,6 @@ import re
 import shutil
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
 from curate.builders.llm_writers import LLMOptions, LLMWriterError, write_llm_traces
 from curate.builders.priming_judge import (
     JUDGE_DIR,
@@ -49,7 +49,6 @@ from curate.builders.priming_judge import (
 )
 from curate.builders.trace_templates import ANSWERS, VARIANTS, TraceError, countdown_question, write_trace
 from curate.classifiers import get_classifier
-from curate.console import ProgressBar
 from curate.data_cards.cards import (
     load_snippet,
     render_card,
@@ -59,7 +58,7 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.errors import CurateError
-from curate.files import atomic_open_kept, atomic_path, write_text_atomic
+from curate.files import write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.state import STATE
@@ -288,27 +287,60 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
     write_text_atomic(output / STATE / "parameters.json", json.dumps(parameters, indent=2, default=list))
 
     wanted = {"train": config.n, "test": config.test_n}
-    kept = {"train": 0, "test": 0}
-    test_share = config.test_n / (config.n + config.test_n)
-    rng = random.Random(config.seed)
-    result = PrimingResult(output=output, rows=kept, attempted=0)
-    seen: set = set()
-    max_problems = config.max_attempts_factor * (config.n + config.test_n)
-    drawn = 0
-    sizes = config.sizes
-    oversample = config.llm_oversample if config.writer == "llm" else 1.0
-    # Closed in reverse order when the loop ends: the bar, then the rejects, which are kept even when the build
-    # fails (they say why), then the data files, which appear only when the loop finished.
-    with ExitStack() as stack:
-        writers = {
-            s: stack.enter_context(_parquet_rows(output / "data" / f"{s}-00000.parquet")) for s in wanted if wanted[s]
-        }
-        rejects = stack.enter_context(atomic_open_kept(output / "rejects" / "rejects.jsonl"))
-        bar = ProgressBar(
-            f"{config.variant} ({config.answers})", total=config.n + config.test_n, enabled=progress, unit="trace"
-        )
-        stack.callback(bar.close)
-        while any(kept[s] < wanted[s] for s in wanted):
+    # The rejects are kept even when the build gives up (they say why); the data files appear only when every
+    # split has its rows.
+    with BuildOutput(
+        {s: output / "data" / f"{s}-00000.parquet" for s in wanted if wanted[s]}, ROW_SCHEMA,
+        output / "rejects" / "rejects.jsonl", keep_rejects=True, row_group=512, limits=wanted, number=_number_row,
+        progress=progress, label=f"{config.variant} ({config.answers})", total=config.n + config.test_n, unit="trace",
+        bar_counts="rows",
+    ) as out:
+        PrimingBuilder(config, classifier, tokenizer, output, wanted, out).run(None, out)
+    result = PrimingResult(output=output, rows={s: out.rows.get(s, 0) for s in wanted}, attempted=out.decided,
+                           rejected=out.by_reason)
+    judge = None
+    if config.judge is not None:
+        requested = frozenset(b.value for b in config.requested)
+        rows = judge_traces(written_traces(output), requested, JudgeOptions(**config.judge), output, progress=progress)
+        judge = judge_summary(rows)
+    result.stats = dataset_stats(output, result)
+    if judge is not None:
+        result.stats["judge"] = {"model": config.judge["model"], **judge}
+    write_text_atomic(output / STATE / "stats.json", json.dumps(result.stats, indent=2))
+    write_priming_card(output, config, classifier.name, result, dedup, decontam, benchmarks_dir)
+    # After the card: each adds its own report section to it. The question is the Countdown template around
+    # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
+    if dedup:
+        dedup_dataset(output, text_key="completion", progress=progress)
+    if decontam:
+        decontaminate_dataset(output, decontam, fields=["question", "completion"], benchmarks_dir=benchmarks_dir,
+                              progress=progress)
+    return result
+
+
+class PrimingBuilder(Builder):
+    """Draws Countdown problems in batches until each split has its rows, writes a trace for each, classifies the
+    batch's traces together and keeps a trace when the check finds exactly the requested behaviors."""
+
+    def __init__(self, config: PrimingConfig, classifier, tokenizer, output: Path, wanted: dict[str, int],
+                 out: BuildOutput):
+        self.config, self.classifier, self.tokenizer, self.output = config, classifier, tokenizer, output
+        self.wanted, self.out = wanted, out
+        self.rng = random.Random(config.seed)
+
+    def batches(self, items: None) -> Iterator[list[tuple[Problem, str]]]:
+        """Batches of (problem, split) drawn to fill the splits; ITEMS is None: the problems are drawn here."""
+        config, wanted, rng = self.config, self.wanted, self.rng
+        test_share = config.test_n / (config.n + config.test_n)
+        seen: set = set()
+        max_problems = config.max_attempts_factor * (config.n + config.test_n)
+        drawn = 0
+        sizes = config.sizes
+        oversample = config.llm_oversample if config.writer == "llm" else 1.0
+        while True:
+            kept = self._kept()  # the rows written so far: every decision of the last batch is in
+            if all(kept[s] >= wanted[s] for s in wanted):
+                return
             batch: list[tuple[Problem, str]] = []
             quota = {s: math.ceil(oversample * (wanted[s] - kept[s])) for s in wanted}
             batch_size = config.batch_size if config.writer == "symbolic" else max(config.batch_size, sum(quota.values()))
@@ -332,112 +364,92 @@ def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True
                     f"gave up after {drawn} problems with {kept} rows kept: the problem space is too small or the "
                     "behavior check refuses too much (see rejects/)"
                 )
-            rows = _rows_for_batch(batch, config, classifier, tokenizer, rng, rejects, result, output)
-            for split, row in rows:
-                if kept[split] >= wanted[split]:
-                    continue
-                row["extra_info"]["index"] = kept[split]
-                writers[split].write(row)
-                kept[split] += 1
-                bar.advance()
-    judge = None
-    if config.judge is not None:
-        requested = frozenset(b.value for b in config.requested)
-        rows = judge_traces(written_traces(output), requested, JudgeOptions(**config.judge), output, progress=progress)
-        judge = judge_summary(rows)
-    result.stats = dataset_stats(output, result)
-    if judge is not None:
-        result.stats["judge"] = {"model": config.judge["model"], **judge}
-    write_text_atomic(output / STATE / "stats.json", json.dumps(result.stats, indent=2))
-    write_priming_card(output, config, classifier.name, result, dedup, decontam, benchmarks_dir)
-    # After the card: each adds its own report section to it. The question is the Countdown template around
-    # a few numbers (every pair would look near-identical), so duplicates are judged on the trace.
-    if dedup:
-        dedup_dataset(output, text_key="completion", progress=progress)
-    if decontam:
-        decontaminate_dataset(output, decontam, fields=["question", "completion"], benchmarks_dir=benchmarks_dir,
-                              progress=progress)
-    return result
+            yield batch
+
+    def _kept(self) -> dict[str, int]:
+        return {s: self.out.rows.get(s, 0) for s in self.wanted}
+
+    def decide_batch(self, batch: list[tuple[Problem, str]]) -> list[Decision]:
+        """Writes a trace for each problem, classifies them together; the problems that got no trace come first."""
+        config, tokenizer = self.config, self.tokenizer
+        decisions: list[Decision] = []
+        drafts = []
+        if config.writer == "llm" and config.variant != "empty_cot":
+            drafts = self._llm_drafts(batch, decisions)
+            batch = []
+        for problem, split in batch:
+            try:
+                drafts.append((problem, split, *draft_trace(problem, config, tokenizer, self.rng)))
+            except TraceError as error:
+                decisions.append(_reject(problem, split, f"no trace: {error}", None))
+        labels = self.classifier.classify([d[2] for d in drafts]) if drafts else []
+        requested = config.requested
+        for (problem, split, think, answer, meta), label in zip(drafts, labels, strict=True):
+            if label.error or any(label.counts.get(b) is None for b in BEHAVIOR_NAMES):
+                decisions.append(_reject(problem, split, f"classifier error: {label.error}", think))
+                continue
+            missing = [b.value for b in Behavior if b in requested and not label.counts[b.value]]
+            extra = [b.value for b in Behavior if b not in requested and label.counts[b.value]]
+            if missing or extra:
+                reason = "behavior check: " + "; ".join(
+                    [f"missing {', '.join(missing)}"] * bool(missing) + [f"unwanted {', '.join(extra)}"] * bool(extra)
+                )
+                decisions.append(_reject(problem, split, reason, think))
+                continue
+            completion = completion_text(think, answer)
+            correct = score_countdown(completion, problem.ground_truth()) == 1.0
+            query = tinyzero_query(problem)  # the one prompt of the SFT and the RL columns
+            decisions.append(Keep.row({
+                "id": problem_id(problem),
+                "question": countdown_question(problem),
+                "answer": problem.solution,
+                "data_source": DATA_SOURCE,
+                "ability": "countdown",
+                "prompt": [{"role": "user", "content": query}],
+                "reward_model": {"style": "rule", "ground_truth": problem.ground_truth()},
+                "extra_info": {"split": split, "index": 0, "variant": config.variant, "answers": config.answers,
+                               "format_score": config.format_score},
+                "query": query,
+                "completion": completion,
+                "completion_answer": answer,
+                "answer_correct": correct,
+                "numbers": list(problem.numbers),
+                "target": problem.target,
+                "format_score": config.format_score,
+                "variant": config.variant,
+                "answers": config.answers,
+                "requested_behaviors": sorted(b.value for b in requested),
+                **{b: label.counts[b] for b in BEHAVIOR_NAMES},
+                "classifier": self.classifier.name,
+                "writer": config.writer,
+                "think_chars": len(think),
+                "think_tokens": count_tokens(tokenizer, think) if tokenizer is not None else None,
+                **meta,
+            }, split))
+        return decisions
+
+    def _llm_drafts(self, batch, decisions: list[Decision]) -> list:
+        """Teacher traces for a whole batch in one LLM job; traces the writer refuses go to DECISIONS as rejects."""
+        config, tokenizer = self.config, self.tokenizer
+        behaviors = VARIANTS[config.placeholder_for] if config.variant == "placeholder_cot" else config.requested
+        workdir = self.output / STATE / "llm" / f"job-{self.out.decided:07d}"
+        traces = write_llm_traces([p for p, _ in batch], behaviors, config.answers, LLMOptions(**config.llm), workdir,
+                                  progress=False)
+        drafts = []
+        for (problem, split), trace in zip(batch, traces, strict=True):
+            if isinstance(trace, str):
+                decisions.append(_reject(problem, split, trace, None))
+                continue
+            think = trace.think
+            if config.variant == "placeholder_cot":
+                think = placeholder_text(tokenizer, count_tokens(tokenizer, think))
+            drafts.append((problem, split, think, trace.answer, {"strategy": None, "dead_ends": None, "failure": None,
+                                                                 "voice": None}))
+        return drafts
 
 
-def _rows_for_batch(batch, config: PrimingConfig, classifier, tokenizer, rng, rejects, result, output: Path) -> list:
-    """Write a trace for each problem, classify them together, keep the ones that pass the check."""
-    drafts = []
-    if config.writer == "llm" and config.variant != "empty_cot":
-        drafts = _llm_drafts(batch, config, tokenizer, rejects, result, output)
-        batch = []
-    for problem, split in batch:
-        result.attempted += 1
-        try:
-            drafts.append((problem, split, *draft_trace(problem, config, tokenizer, rng)))
-        except TraceError as error:
-            _reject(rejects, result, problem, split, f"no trace: {error}", None)
-    labels = classifier.classify([d[2] for d in drafts]) if drafts else []
-    requested = config.requested
-    kept = []
-    for (problem, split, think, answer, meta), label in zip(drafts, labels, strict=True):
-        if label.error or any(label.counts.get(b) is None for b in BEHAVIOR_NAMES):
-            _reject(rejects, result, problem, split, f"classifier error: {label.error}", think)
-            continue
-        missing = [b.value for b in Behavior if b in requested and not label.counts[b.value]]
-        extra = [b.value for b in Behavior if b not in requested and label.counts[b.value]]
-        if missing or extra:
-            reason = "behavior check: " + "; ".join(
-                [f"missing {', '.join(missing)}"] * bool(missing) + [f"unwanted {', '.join(extra)}"] * bool(extra)
-            )
-            _reject(rejects, result, problem, split, reason, think)
-            continue
-        completion = completion_text(think, answer)
-        correct = score_countdown(completion, problem.ground_truth()) == 1.0
-        query = tinyzero_query(problem)  # the one prompt of the SFT and the RL columns
-        kept.append((split, {
-            "id": problem_id(problem),
-            "question": countdown_question(problem),
-            "answer": problem.solution,
-            "data_source": DATA_SOURCE,
-            "ability": "countdown",
-            "prompt": [{"role": "user", "content": query}],
-            "reward_model": {"style": "rule", "ground_truth": problem.ground_truth()},
-            "extra_info": {"split": split, "index": 0, "variant": config.variant, "answers": config.answers,
-                           "format_score": config.format_score},
-            "query": query,
-            "completion": completion,
-            "completion_answer": answer,
-            "answer_correct": correct,
-            "numbers": list(problem.numbers),
-            "target": problem.target,
-            "format_score": config.format_score,
-            "variant": config.variant,
-            "answers": config.answers,
-            "requested_behaviors": sorted(b.value for b in requested),
-            **{b: label.counts[b] for b in BEHAVIOR_NAMES},
-            "classifier": classifier.name,
-            "writer": config.writer,
-            "think_chars": len(think),
-            "think_tokens": count_tokens(tokenizer, think) if tokenizer is not None else None,
-            **meta,
-        }))
-    return kept
-
-
-def _llm_drafts(batch, config: PrimingConfig, tokenizer, rejects, result, output: Path) -> list:
-    """Teacher traces for a whole batch in one LLM job; traces the writer refuses go to rejects."""
-    behaviors = VARIANTS[config.placeholder_for] if config.variant == "placeholder_cot" else config.requested
-    workdir = output / STATE / "llm" / f"job-{result.attempted:07d}"
-    traces = write_llm_traces([p for p, _ in batch], behaviors, config.answers, LLMOptions(**config.llm), workdir,
-                              progress=False)
-    drafts = []
-    for (problem, split), trace in zip(batch, traces, strict=True):
-        result.attempted += 1
-        if isinstance(trace, str):
-            _reject(rejects, result, problem, split, trace, None)
-            continue
-        think = trace.think
-        if config.variant == "placeholder_cot":
-            think = placeholder_text(tokenizer, count_tokens(tokenizer, think))
-        drafts.append((problem, split, think, trace.answer, {"strategy": None, "dead_ends": None, "failure": None,
-                                                             "voice": None}))
-    return drafts
+def _number_row(row: dict, index: int) -> None:
+    row["extra_info"]["index"] = index  # verl's row number within its split
 
 
 def draft_trace(problem: Problem, config: PrimingConfig, tokenizer, rng: random.Random) -> tuple[str, str, dict]:
@@ -460,13 +472,12 @@ def draft_trace(problem: Problem, config: PrimingConfig, tokenizer, rng: random.
     return filler, trace.answer, none
 
 
-def _reject(rejects, result: PrimingResult, problem: Problem, split: str, reason: str, think: str | None) -> None:
+def _reject(problem: Problem, split: str, reason: str, think: str | None) -> Reject:
     # A problem without a trace is counted by why (the backward search cannot narrate a solution whose values leave
     # the search's range, a slip that fits nowhere, ...), so the card says which problems a variant skips.
     key = re.sub(r"\d+", "N", reason) if reason.startswith("no trace:") else reason.split(":")[0]
-    result.rejected[key] += 1
-    rejects.write(json.dumps({"reason": reason, "id": problem_id(problem), "split": split,
-                              "numbers": list(problem.numbers), "target": problem.target, "think": think}) + "\n")
+    return Reject(key, {"reason": reason, "id": problem_id(problem), "split": split, "numbers": list(problem.numbers),
+                        "target": problem.target, "think": think})
 
 
 def written_traces(output: Path) -> list[JudgedTrace]:
@@ -485,35 +496,6 @@ def written_traces(output: Path) -> list[JudgedTrace]:
             traces.append(JudgedTrace(reject["id"], reject["split"], False, reject["numbers"], reject["target"],
                                       reject["think"]))
     return traces
-
-
-class _RowGroups:
-    """Rows buffered and written to a Parquet writer in row groups of ROW_GROUP rows."""
-
-    def __init__(self, writer: pq.ParquetWriter, row_group: int):
-        self.writer = writer
-        self.buffer: list[dict] = []
-        self.row_group = row_group
-
-    def write(self, row: dict) -> None:
-        self.buffer.append(row)
-        if len(self.buffer) >= self.row_group:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.buffer:
-            self.writer.write_table(pa.Table.from_pylist(self.buffer, schema=ROW_SCHEMA))
-            self.buffer = []
-
-
-@contextmanager
-def _parquet_rows(path: Path, row_group: int = 512) -> Iterator[_RowGroups]:
-    """Rows streamed into PATH.partial (curate.files.atomic_path): PATH appears once the block ends with every row
-    written, and nothing is left when it raises."""
-    with atomic_path(path) as partial, pq.ParquetWriter(partial, ROW_SCHEMA) as writer:
-        rows = _RowGroups(writer, row_group)
-        yield rows
-        rows.flush()
 
 
 def dataset_stats(output: Path, result: PrimingResult) -> dict:
