@@ -16,12 +16,10 @@ from curate.cli.groups import cleaning_group, executor_group, input_group, job_c
 from curate.cli.options import (
     ClassifierOption,
     DeviceOption,
-    IdKey,
     OverwriteOption,
     Split,
     Tasks,
     Workers,
-    clean_once,
     cleaning_rows,
     fail,
     input_spec,
@@ -31,6 +29,7 @@ from curate.cli.options import (
     write_once,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+from curate.pipelines.jobs import DecontamJob, DedupJob
 
 if TYPE_CHECKING:  # imported when a command runs: they import datatrove
     from curate.pipelines.cleaning import Cleaning
@@ -259,19 +258,8 @@ def priming(
 
 
 @app.command("dedup")
-@executor_group(without=('gpus_per_task',))
-def dedup_command(
-    input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
-    threshold: Annotated[float, typer.Option(help="Jaccard similarity above which two texts are near duplicates.", min=0.05, max=0.99)] = 0.75,
-    ngrams: Annotated[int, typer.Option(help="Word shingle size of MinHash.", min=1)] = 5,
-    text_key: Annotated[Optional[str], typer.Option(help="Field compared (default: question if present, else text).")] = None,
-    id_key: IdKey = "id",
-    tasks: Tasks = 1,
-    workers: Workers = 1,
-    overwrite: OverwriteOption = False,
-    runs_on: ExecutorOptions = LOCAL,
-) -> None:
+@job_command(DedupJob)
+def dedup_command(job: DedupJob) -> None:
     """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash).
 
     Removed rows go to OUTPUT/rejects/duplicates.jsonl with the id of the row kept in their place.
@@ -286,14 +274,13 @@ def dedup_command(
 
         curate dedup /shared/corpus --output /shared/deduped --tasks 256 --executor slurm --slurm-partition cpu
     """
-    from curate.pipelines.dedup import dedup
+    from curate.pipelines.dedup import dedup_job
 
-    what = {"input": input, "threshold": threshold, "ngrams": ngrams, "text_key": text_key, "id_key": id_key}
     started = time.perf_counter()
-    result = clean_once(input, output, "dedup", what, partial(
-        dedup, input, output, text_key=text_key, id_key=id_key, threshold=threshold, n_grams=ngrams, tasks=tasks,
-        workers=workers, executor=runs_on), overwrite=overwrite)
+    result = dedup_job(job)
+    output = job.output
     if result is None:
+        up_to_date(output)
         return
     seconds = time.perf_counter() - started
     summary(f"Deduplicated → {output}", [
@@ -306,23 +293,8 @@ def dedup_command(
 
 
 @app.command("decontam")
-@executor_group(without=('gpus_per_task',))
-def decontam_command(
-    input: Annotated[str, typer.Argument(help="Corpus (file, directory, glob) or a built dataset directory (DIR/data).")],
-    against: Annotated[str, typer.Option(help="Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, "
-                                         "mmlu_stem, arc_challenge, aime24, amc23), files or hf:ORG/NAME@split; "
-                                         "'=FIELD+FIELD' picks a source's text fields.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory (may be the input dataset: replaced in place).")],
-    fields: Annotated[Optional[str], typer.Option(help="Comma-separated row fields to check (default: question,answer if present, else text).")] = None,
-    ngrams: Annotated[int, typer.Option(help="Word n-gram size.", min=2)] = 13,
-    short_min_words: Annotated[int, typer.Option(help="A field shorter than --ngrams is matched whole if it has at least this many words (0: never).", min=0)] = 4,
-    benchmarks_dir: Annotated[Optional[Path], typer.Option(help="Local copies of the built-in benchmarks (or $CURATE_BENCHMARKS_DIR).")] = None,
-    id_key: IdKey = "id",
-    tasks: Tasks = 1,
-    workers: Workers = 1,
-    overwrite: OverwriteOption = False,
-    runs_on: ExecutorOptions = LOCAL,
-) -> None:
+@job_command(DecontamJob)
+def decontam_command(job: DecontamJob) -> None:
     """Remove rows that share an n-gram with benchmark items; every removal names the item and the n-gram.
 
     The benchmark index is built here; the filter runs on the executor. With --executor slurm, rerun the
@@ -336,17 +308,13 @@ def decontam_command(
 
         curate decontam /shared/corpus --against /shared/eval/aime.jsonl=problem -o /shared/clean --tasks 256 --executor slurm --slurm-partition cpu
     """
-    from curate.pipelines.decontam import decontaminate
+    from curate.pipelines.decontam import decontam_job
 
-    what = {"input": input, "against": against, "fields": fields, "ngrams": ngrams, "short_min_words": short_min_words,
-            "benchmarks_dir": benchmarks_dir, "id_key": id_key}
     started = time.perf_counter()
-    result = clean_once(input, output, "decontam", what, partial(
-        decontaminate, input, output, against,
-        fields=[f.strip() for f in fields.split(",") if f.strip()] if fields else None, id_key=id_key,
-        n_grams=ngrams, short_min_tokens=short_min_words, benchmarks_dir=benchmarks_dir, tasks=tasks,
-        workers=workers, executor=runs_on), overwrite=overwrite)
+    result = decontam_job(job)
+    output = job.output
     if result is None:
+        up_to_date(output)
         return
     seconds = time.perf_counter() - started
     rows = [("read", f"{result.read:,}"), ("removed", f"{result.removed:,}"), ("kept", f"{result.kept:,}")]

@@ -437,7 +437,9 @@ def job_command(job_class: type) -> Callable:
                 f.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 annotation=Annotated[
-                    types[f.name], typer.Option(*f.metadata["flags"], help=f.metadata["help"], **f.metadata["bounds"])
+                    types[f.name],
+                    typer.Argument(help=f.metadata["help"], **f.metadata["bounds"]) if f.metadata["argument"]
+                    else typer.Option(*f.metadata["flags"], help=f.metadata["help"], **f.metadata["bounds"]),
                 ],
                 default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
             )

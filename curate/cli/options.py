@@ -14,6 +14,7 @@ from curate.cli.app import console
 from curate.pipelines.jobs import (
     ALLOW_PARTIAL_HELP,
     CLASSIFIER_HELP,
+    ID_KEY_HELP,
     OVERWRITE_HELP,
     SAMPLE_CORPUS,
     SAMPLE_GLOB,
@@ -22,7 +23,6 @@ from curate.pipelines.jobs import (
     WORKERS_HELP,
 )
 
-ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
 SPLIT_HELP = "Split of a Hugging Face dataset."
 
 IdKey = Annotated[str, typer.Option(help=ID_KEY_HELP)]
@@ -65,37 +65,6 @@ def write_once(output: Path, command: str, parameters: dict, write, inputs=None,
     result = write_claimed(output, command, parameters, write, inputs=inputs, overwrite=overwrite, keep=keep,
                            abandon=abandon)
     return up_to_date(output) if result is None else result
-
-
-def path_signature(path: str | Path):
-    """The input of a command that reads a file, folder or glob it does not tag (dedup, decontam, export): each
-    file's size and mtime, so that a changed input is another dataset; a hub dataset by its name."""
-    import glob as globlib
-
-    from curate.pipelines.state import files_signature, folder_signature
-
-    text = str(path)
-    if text.startswith("hf:"):
-        return text
-    if Path(text).expanduser().exists():
-        return folder_signature(Path(text).expanduser())
-    return files_signature(globlib.glob(text, recursive=True))
-
-
-def in_place(input: str | Path, output: Path) -> bool:
-    """dedup/decontam DATASET --output DATASET clean a dataset in place: it stays the dataset its builder wrote
-    (and claimed), so the cleaning claims nothing."""
-    text = str(input)
-    return not text.startswith("hf:") and Path(text).expanduser().resolve() in (output.resolve(), output.resolve() / "data")
-
-
-def clean_once(input: str | Path, output: Path, command: str, parameters: dict, clean, overwrite: bool = False):
-    """dedup / decontam: `clean()` into OUTPUT. A dataset cleaned in place stays the dataset its builder wrote and
-    claimed, so it is cleaned without a claim of its own; any other OUTPUT is claimed over the input's files
-    (write_once: None when up to date)."""
-    if in_place(input, output):
-        return clean()
-    return write_once(output, command, parameters, clean, inputs=path_signature(input), overwrite=overwrite)
 
 
 def up_to_date(output: Path) -> None:

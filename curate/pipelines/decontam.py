@@ -49,6 +49,8 @@ from curate.pipelines.dedup import (
     write_report,
 )
 from curate.pipelines.executors import ExecutorOptions, Stage, input_signature, resumable_stage, run_stages
+from curate.pipelines.jobs import DecontamJob
+from curate.pipelines.state import clean_once
 from curate.pipelines.steps import SplitRejects
 
 BENCHMARKS_DIR_ENV = "CURATE_BENCHMARKS_DIR"
@@ -444,3 +446,11 @@ def decontam_card_section(result: DecontamResult) -> str:
     lines += ["", (f"{result.removed:,} of {result.read:,} rows removed; {result.kept:,} kept. Removed rows are in "
                    "`rejects/contaminated.jsonl` with the benchmark item and the n-gram they matched.")]
     return "\n".join(lines)
+
+
+def decontam_job(job: DecontamJob, progress: bool = True) -> DecontamResult | None:
+    """Runs `curate decontam`: into a new OUTPUT under its claim (None when up to date), or in place (no claim)."""
+    return clean_once(job.input, job.output, "decontam", job.record(), lambda: decontaminate(
+        job.input, job.output, job.against, fields=job.field_list, id_key=job.id_key, n_grams=job.ngrams,
+        short_min_tokens=job.short_min_words, benchmarks_dir=job.benchmarks_dir, tasks=job.tasks,
+        workers=job.workers, progress=progress, executor=job.executor), overwrite=job.overwrite)

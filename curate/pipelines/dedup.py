@@ -48,9 +48,10 @@ from curate.pipelines.executors import (
     resumable_stage,
     run_stages,
 )
+from curate.pipelines.jobs import DedupJob
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import CorpusReader, InputSpec, is_reject
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, clean_once
 from curate.pipelines.steps import AtomicOutput, SplitRejects
 
 ROW = "curate_row"  # the record as read: written back unchanged
@@ -464,3 +465,10 @@ def dedup_card_section(result: DedupResult) -> str:
         f"| removed share | {share} |\n\n"
         "Removed rows are in `rejects/duplicates.jsonl`, each with the id of the row kept in its place (`duplicate_of`)."
     )
+
+
+def dedup_job(job: DedupJob, progress: bool = True) -> DedupResult | None:
+    """Runs `curate dedup`: into a new OUTPUT under its claim (None when up to date), or in place (no claim)."""
+    return clean_once(job.input, job.output, "dedup", job.record(), lambda: dedup(
+        job.input, job.output, text_key=job.text_key, id_key=job.id_key, threshold=job.threshold, n_grams=job.ngrams,
+        tasks=job.tasks, workers=job.workers, progress=progress, executor=job.executor), overwrite=job.overwrite)

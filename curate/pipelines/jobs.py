@@ -47,13 +47,17 @@ WORKERS_HELP = "Tasks run at the same time."
 VERIFY_INPUTS_HELP = "Also compare input files by SHA-256, not only size and modification time (reads them)."
 ALLOW_PARTIAL_HELP = "Build from tags whose tasks did not all finish (warns); default: refuse."
 OVERWRITE_HELP = "--output holds another dataset: remove what it wrote, then write this one."
+ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
+CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR/data)."
+CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
 
 
-def option(help: str, *flags: str, default: Any = dataclasses.MISSING, **bounds) -> Any:
+def option(help: str, *flags: str, default: Any = dataclasses.MISSING, argument: bool = False, **bounds) -> Any:
     """A job field that the command line offers: its help; its flags where they are not --FIELD-NAME ('--output',
-    '-o'; a bool given its one flag has no --no- form); typer's bounds (min=1, max=0.99), which a flow checks too;
-    and its default (none: the option is required)."""
-    return dataclasses.field(default=default, metadata={"help": help, "flags": flags, "bounds": bounds})
+    '-o'; a bool given its one flag has no --no- form), or `argument`: a positional argument; typer's bounds
+    (min=1, max=0.99), which a flow checks too; and its default (none: the option is required)."""
+    metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def group(kind: str, default: Any = dataclasses.MISSING, **settings) -> Any:
@@ -113,3 +117,60 @@ class TagJob:
     # The server's model is `model`; an LLM tagging run takes its parallelism from --gpus-per-task.
     server: ServerOptions = group(SERVER, without=("tp", "dp"))
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DedupJob:
+    """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash) from a corpus or a
+    built dataset (in place when OUTPUT is that dataset)."""
+
+    input: str = option(CLEANED_HELP, argument=True)
+    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o")
+    threshold: float = option("Jaccard similarity above which two texts are near duplicates.", default=0.75,
+                              min=0.05, max=0.99)
+    ngrams: int = option("Word shingle size of MinHash.", default=5, min=1)
+    text_key: str | None = option("Field compared (default: question if present, else text).", default=None)
+    id_key: str = option(ID_KEY_HELP, default="id")
+    tasks: int = option(TASKS_HELP, default=1, min=1)
+    workers: int = option(WORKERS_HELP, default=1, min=1)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    executor: ExecutorOptions = group(EXECUTOR, default=LOCAL, without=("gpus_per_task",))
+
+    def record(self) -> dict:
+        """The parameters of the output claim (those every earlier `curate dedup` recorded)."""
+        return {"input": self.input, "threshold": self.threshold, "ngrams": self.ngrams, "text_key": self.text_key,
+                "id_key": self.id_key}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecontamJob:
+    """Remove the rows of a corpus or a built dataset that share an n-gram with benchmark items."""
+
+    input: str = option(CLEANED_HELP, argument=True)
+    against: str = option("Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, mmlu_stem, "
+                          "arc_challenge, aime24, amc23), files or hf:ORG/NAME@split; '=FIELD+FIELD' picks a source's "
+                          "text fields.")
+    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o")
+    fields: str | None = option("Comma-separated row fields to check (default: question,answer if present, else "
+                                "text).", default=None)
+    ngrams: int = option("Word n-gram size.", default=13, min=2)
+    short_min_words: int = option("A field shorter than --ngrams is matched whole if it has at least this many words "
+                                  "(0: never).", default=4, min=0)
+    benchmarks_dir: Path | None = option("Local copies of the built-in benchmarks (or $CURATE_BENCHMARKS_DIR).",
+                                         default=None)
+    id_key: str = option(ID_KEY_HELP, default="id")
+    tasks: int = option(TASKS_HELP, default=1, min=1)
+    workers: int = option(WORKERS_HELP, default=1, min=1)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    executor: ExecutorOptions = group(EXECUTOR, default=LOCAL, without=("gpus_per_task",))
+
+    @property
+    def field_list(self) -> list[str] | None:
+        return [f.strip() for f in self.fields.split(",") if f.strip()] if self.fields else None
+
+    def record(self) -> dict:
+        """The parameters of the output claim (those every earlier `curate decontam` recorded)."""
+        return {"input": self.input, "against": self.against, "fields": self.fields, "ngrams": self.ngrams,
+                "short_min_words": self.short_min_words,
+                "benchmarks_dir": None if self.benchmarks_dir is None else str(self.benchmarks_dir),
+                "id_key": self.id_key}

@@ -15,6 +15,7 @@ command wrote the folder, with which parameters, from which input, and whether i
 
 from __future__ import annotations
 
+import glob as globlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -152,3 +153,30 @@ def claim_output(output: str | Path, command: str, parameters: dict, inputs=None
     record = {**wanted, "complete": False}
     _write_record(output, record)
     return OutputClaim(output, record, up_to_date=False, fresh=fresh, created=created, keep=keep)
+
+
+def path_signature(path: str | Path):
+    """The input of a job that reads a file, folder or glob it does not tag (dedup, decontam): each file's size and
+    mtime, so that a changed input is another dataset; a hub dataset by its name."""
+    text = str(path)
+    if text.startswith("hf:"):
+        return text
+    if Path(text).expanduser().exists():
+        return folder_signature(Path(text).expanduser())
+    return files_signature(globlib.glob(text, recursive=True))
+
+
+def in_place(input: str | Path, output: Path) -> bool:
+    """dedup/decontam DATASET --output DATASET clean a dataset in place: it stays the dataset its builder wrote
+    (and claimed), so the cleaning claims nothing."""
+    text = str(input)
+    return not text.startswith("hf:") and Path(text).expanduser().resolve() in (output.resolve(), output.resolve() / "data")
+
+
+def clean_once(input: str | Path, output: str | Path, command: str, parameters: dict, clean, overwrite: bool = False):
+    """dedup / decontam: `clean()` into OUTPUT. A dataset cleaned in place stays the dataset its builder wrote and
+    claimed, so it is cleaned without a claim of its own; any other OUTPUT is claimed over the input's files
+    (write_once: None when up to date)."""
+    if in_place(input, Path(output)):
+        return clean()
+    return write_once(output, command, parameters, clean, inputs=path_signature(input), overwrite=overwrite)

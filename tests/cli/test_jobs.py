@@ -18,7 +18,7 @@ from curate.flows.build import BuildParameters
 from curate.flows.tag import TagParameters
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import SERVER_FIELDS, TagJob, offered
+from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, offered
 from curate.pipelines.tagging import llm_options
 
 
@@ -91,3 +91,15 @@ def test_the_tag_flow_runs_an_llm_classifier_as_curate_tag_does(tmp_path):
     assert set(SERVER_FIELDS) == set(SERVER_FLAGS)  # a flow's server parameters are the panel's options
     assert {f.name for f in offered(TagJob)} | {"input", "text_key", "id_key", "split", "config", "streaming",
                                                "executor", "server"} == set(TagParameters.model_fields)
+
+
+def test_dedup_and_decontam_record_what_they_recorded_before_their_jobs(tmp_path):
+    dedup = job_from(DedupJob, ["data/x", "-o", str(tmp_path / "out"), "--threshold", "0.8", "--text-key", "question",
+                                "--executor", "slurm", "--slurm-partition", "cpu"])
+    assert (dedup.input, dedup.executor.partition) == ("data/x", "cpu")
+    assert dedup.record() == {"input": "data/x", "threshold": 0.8, "ngrams": 5, "text_key": "question", "id_key": "id"}
+    decontam = job_from(DecontamJob, ["data/x", "--against", "gsm8k", "-o", str(tmp_path / "out"), "--fields",
+                                      "question, answer", "--benchmarks-dir", "../shared/data", "--ngrams", "8"])
+    assert decontam.field_list == ["question", "answer"]
+    assert decontam.record() == {"input": "data/x", "against": "gsm8k", "fields": "question, answer", "ngrams": 8,
+                                 "short_min_words": 4, "benchmarks_dir": "../shared/data", "id_key": "id"}
