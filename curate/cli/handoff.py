@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group, server_group
+from curate.cli.groups import executor_group, job_command, server_group
 from curate.cli.options import (
     OverwriteOption,
     SystemOption,
@@ -20,8 +20,10 @@ from curate.cli.options import (
     fail,
     sampling_config,
     summary,
+    up_to_date,
     write_once,
 )
+from curate.handoff.jobs import ExportJob
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 if TYPE_CHECKING:  # imported when a command runs: both import datatrove
@@ -87,15 +89,8 @@ def publish(
 
 
 @app.command("export")
-def export_dataset(
-    dataset: Annotated[Path, typer.Argument(help="Built dataset (DATASET/data/SPLIT-*.parquet) or parquet file/folder.")],
-    to: Annotated[str, typer.Option("--to", help="verl | trl | openrlhf | sft | cpt")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (OUTPUT/data/SPLIT-*.parquet).")],
-    instruction: Annotated[str | None, typer.Option(help="Appended to every prompt; default: the reward's own "
-                                                      "answer-format instruction; '' for none.")] = None,
-    system: Annotated[str | None, typer.Option(help="System message put before every prompt.")] = None,
-    overwrite: OverwriteOption = False,
-) -> None:
+@job_command(ExportJob)
+def export_dataset(job: ExportJob) -> None:
     """Export a built dataset for a trainer: verl, TRL (GRPO), OpenRLHF, SFT {query, completion} or CPT text.
 
     Examples:
@@ -104,15 +99,16 @@ def export_dataset(
 
         curate export datasets/priming --to sft --output exports/priming-sft
     """
-    from curate.handoff.export import run_export
+    from curate.handoff.export import export
 
-    result = export_once("export", run_export, dataset, to, output, instruction, system, overwrite)
+    result = export(job)
     if result is None:
+        up_to_date(job.output)
         return
     rows = [(f"rows ({split})", f"{n:,}") for split, n in sorted(result.rows.items())]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.rejected.items()]
-    rows += [("data", str(output / "data")), ("rejects", str(output / "rejects" / "export.jsonl"))]
-    summary(f"Exported {dataset} → {to}", rows)
+    rows += [("data", str(job.output / "data")), ("rejects", str(job.output / "rejects" / "export.jsonl"))]
+    summary(f"Exported {job.dataset} → {job.to}", rows)
 
 
 @app.command("reward-path")

@@ -38,7 +38,8 @@ import pyarrow.parquet as pq
 from curate.data_cards.cards import load_snippet, render_card, reproduce_command, save_card, size_category
 from curate.errors import CurateError
 from curate.files import atomic_folder, write_text_atomic
-from curate.pipelines.state import STATE, folder_signature
+from curate.handoff.jobs import ExportJob
+from curate.pipelines.state import STATE, folder_signature, write_once
 from curate.rewards.registry import REWARDS, UnknownRewardError, get_reward
 
 TARGETS = ("verl", "trl", "openrlhf", "sft", "cpt")
@@ -380,3 +381,24 @@ def _write_card(result: ExportResult, dataset: Path, schema: pa.Schema | None, u
     save_card(card, result.output)
 
 
+
+
+def check_export(job: ExportJob) -> None:
+    """An unknown target, a dataset without parquet files, or the dataset itself as the output fail here, before the
+    output is claimed (the export flow checks its parameters so)."""
+    if job.to not in TARGETS:
+        raise ExportError(f"unknown target {job.to!r}; choose one of {', '.join(TARGETS)}")
+    if Path(job.output).resolve() == Path(job.dataset).resolve():
+        raise ExportError("the output must not be the dataset itself")
+    input_files(Path(job.dataset))
+
+
+def export(job: ExportJob, progress: bool = True, refresh: bool = False) -> ExportResult | None:
+    """Runs `curate export` and the export flow: claims the output with the export's identity (None when it is up
+    to date; `refresh`: export all the same, as a flow whose cached result is stale), then exports. A failed export
+    into a new folder leaves nothing behind (nothing there is worth resuming)."""
+    check_export(job)
+    what, inputs = output_identity(job.dataset, job.to, job.instruction, job.system)
+    return write_once(job.output, "export", what, lambda: run_export(
+        job.dataset, job.to, job.output, instruction=job.instruction, system=job.system, progress=progress),
+        inputs=inputs, overwrite=job.overwrite, abandon=True, refresh=refresh)

@@ -12,10 +12,12 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from curate.builders.jobs import BuildJob
-from curate.cli import SAMPLE_CORPUS
+from curate.cli import SAMPLE_CORPUS, app
 from curate.cli.groups import SERVER_FLAGS, job_command
 from curate.flows.build import BuildParameters
+from curate.flows.export import ExportParameters
 from curate.flows.tag import TagParameters
+from curate.handoff.jobs import ExportJob
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, offered
@@ -103,3 +105,15 @@ def test_dedup_and_decontam_record_what_they_recorded_before_their_jobs(tmp_path
     assert decontam.field_list == ["question", "answer"]
     assert decontam.record() == {"input": "data/x", "against": "gsm8k", "fields": "question, answer", "ngrams": 8,
                                  "short_min_words": 4, "benchmarks_dir": "../shared/data", "id_key": "id"}
+
+
+def test_export_refuses_what_its_flow_refuses(tmp_path):
+    # One check for both: the dataset itself as the output (which --overwrite would have emptied) fails in one line.
+    (tmp_path / "ds" / "data").mkdir(parents=True)
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "ds"), "--to", "sft", "-o", str(tmp_path / "ds"),
+                                      "--overwrite"])
+    assert result.exit_code == 2 and "must not be the dataset itself" in result.output
+    assert (tmp_path / "ds" / "data").is_dir()
+    with pytest.raises(ValidationError, match="must not be the dataset itself"):
+        ExportParameters(dataset=str(SAMPLE_CORPUS), to="sft", output=str(SAMPLE_CORPUS))
+    assert {f.name for f in offered(ExportJob)} - {"overwrite"} == set(ExportParameters.model_fields)
