@@ -57,6 +57,7 @@ BUILTIN: dict[str, str] = {
     "cues_v5": "curate.classifiers.cues_v5",
     "cues_v6": "curate.classifiers.cues_v6",
     "cues_v7": "curate.classifiers.cues_v7",
+    "cues_v8": "curate.classifiers.cues_v8",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
