@@ -42,7 +42,7 @@ from typing import Annotated, Any
 
 import typer
 
-from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec
+from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec, sampling_config
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, field_types, groups, offered
 
@@ -413,6 +413,9 @@ def input_group(command: Callable | None = None, *, texts: bool = False) -> Call
 
 # What each group hands the command it decorates (see RECEIVED).
 GROUP_RECEIVES = {INPUT: "corpus", CLEANING: "cleaning", SERVER: "server", EXECUTOR: "runs_on"}
+# A job's server config by the name its SERVER group gives (`config="sampling"`): the job's module cannot name the
+# factory, which imports datatrove when the command runs.
+SERVER_CONFIGS = {"sampling": sampling_config}
 
 
 def job_command(job_class: type) -> Callable:
@@ -466,7 +469,9 @@ def job_command(job_class: type) -> Callable:
         if CLEANING in grouped:
             wrapped = cleaning_group(**settings[CLEANING])(wrapped)
         if SERVER in grouped:
-            wrapped = server_group(wrapped, **settings[SERVER])
+            server = settings[SERVER]
+            config = {"config": SERVER_CONFIGS[server["config"]]} if "config" in server else {}
+            wrapped = server_group(wrapped, **server | config)
         if EXECUTOR in grouped:
             wrapped = executor_group(wrapped, without=settings[EXECUTOR].get("without", ()))
         return wrapped

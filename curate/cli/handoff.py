@@ -11,20 +11,17 @@ import typer
 from rich.table import Table
 
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group, job_command, server_group
+from curate.cli.groups import job_command, server_group
 from curate.cli.options import (
     OverwriteOption,
     SystemOption,
-    Tasks,
-    Workers,
     fail,
     sampling_config,
     summary,
     up_to_date,
     write_once,
 )
-from curate.handoff.jobs import ExportJob
-from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+from curate.handoff.jobs import ExportJob, PassRateJob
 
 if TYPE_CHECKING:  # imported when a command runs: both import datatrove
     from curate.handoff.passrate import SamplingOptions
@@ -335,23 +332,8 @@ def audit_verifier(
 
 
 @app.command("filter-passrate")
-@executor_group
-@server_group(config=sampling_config, sampling=True, also=("k", "instruction"))
-def filter_passrate(
-    dataset: Annotated[Path, typer.Option(help="Built dataset with RL columns (question, data_source, ground truth).")],
-    model: Annotated[str, typer.Option(help="The policy: hub name or local directory.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Filtered dataset (OUTPUT/data), samples (OUTPUT/rates).")],
-    k: Annotated[int, typer.Option(help="Samples per prompt.", min=1)] = 8,
-    band: Annotated[str, typer.Option(help="LOW,HIGH: keep prompts whose pass rate is strictly inside.")] = "0,1",
-    instruction: Annotated[str | None, typer.Option(help="Appended to every prompt; default: the reward's own instruction; '' for none.")] = None,
-    limit: Annotated[int, typer.Option(help="Sample at most this many prompts (-1: all).")] = -1,
-    tasks: Tasks = 1,
-    workers: Workers = 1,
-    overwrite: OverwriteOption = False,
-    *,
-    runs_on: ExecutorOptions = LOCAL,
-    server: SamplingOptions,
-) -> None:
+@job_command(PassRateJob)
+def filter_passrate(job: PassRateJob) -> None:
     """Keep the prompts a policy solves sometimes but not always: k samples per prompt, scored by the row's reward.
 
     Rerunning with another --band reuses the samples. Each task starts its own model server; with --executor
@@ -363,22 +345,12 @@ def filter_passrate(
 
         curate filter-passrate --dataset /shared/math --model Qwen/Qwen2.5-7B-Instruct --backend vllm --tasks 16 --gpus-per-task 1 --executor slurm --slurm-partition gpu -o /shared/math-pr
     """
-    from curate.handoff.passrate import parse_band, run_passrate_filter
-    from curate.pipelines.state import folder_signature
+    from curate.handoff.passrate import filter_by_pass_rate
 
-    # The samples depend on the dataset and the sampling options; --band only selects among them. So the dataset's
-    # files are a parameter (a changed dataset is another dataset: refused, or --overwrite drops the stale samples)
-    # and the band is the input: another band reselects, keeping the samples (rates/, .curate/, rejects/prompts).
-    # --server-arg as it was typed (a list, or None), so that folders claimed before the server group still match.
-    server_arg = [key if value is True else f"{key}={value}" for key, value in server.server_args.items()] or None
-    what = {"dataset": dataset.resolve(), "dataset_contents": folder_signature(dataset), "model": model, "k": k,
-            "backend": server.backend, "endpoint_url": server.endpoint_url, "temperature": server.temperature,
-            "top_p": server.top_p, "max_tokens": server.max_tokens, "instruction": instruction, "system": server.system,
-            "server_arg": server_arg, "limit": limit}
-    result = write_once(output, "filter-passrate", what, lambda: run_passrate_filter(
-        dataset, output, server, band=parse_band(band), limit=limit, tasks=tasks, workers=workers, executor=runs_on),
-        inputs={"band": band}, overwrite=overwrite, keep=("rates", ".curate", "rejects"))
+    result = filter_by_pass_rate(job)
+    output = job.output
     if result is None:
+        up_to_date(output)
         return
     sampling = result.sampling
     rows = [(f"kept ({split})", f"{n:,}") for split, n in sorted(result.kept.items())]
@@ -386,7 +358,7 @@ def filter_passrate(
     rows += [(f"prompts with {c}/{result.k} correct", f"{n:,}") for c, n in sorted(result.histogram.items())]
     rows += [("samples", f"{sampling.samples:,} ({sampling.completion_tokens:,} tokens, {sampling.seconds:.0f} s)"),
              ("data", str(output / "data")), ("rejects", str(output / "rejects"))]
-    summary(f"Pass rate of {model} in ({band}) → {output}", rows)
+    summary(f"Pass rate of {job.model} in ({job.band}) → {output}", rows)
 
 
 @app.command("audit-policy")

@@ -53,10 +53,11 @@ from curate.data_cards.cards import (
 from curate.errors import CurateError
 from curate.files import atomic_open, atomic_path, write_text_atomic
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
+from curate.handoff.jobs import PassRateJob
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, folder_signature, write_once
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards.registry import get_reward
 
@@ -459,6 +460,29 @@ def run_passrate_filter(dataset: str | Path, output: str | Path, options: Sampli
     result.sampling = sampling
     _write_bookkeeping(result, Path(dataset), options, limit)
     return result
+
+
+def claim_record(job: PassRateJob) -> dict:
+    """The parameters of the output claim. The samples depend on the dataset and the sampling options; --band only
+    selects among them. So the dataset's files are a parameter (a changed dataset is another dataset: refused, or
+    --overwrite drops the stale samples) and the band is the input: another band reselects, keeping the samples."""
+    server = job.server
+    # --server-arg as it was typed (a list, or None), so that folders claimed before the server group still match.
+    server_arg = [key if value is True else f"{key}={value}" for key, value in server.server_args.items()] or None
+    return {"dataset": str(Path(job.dataset).resolve()), "dataset_contents": folder_signature(job.dataset),
+            "model": job.model, "k": job.k, "backend": server.backend, "endpoint_url": server.endpoint_url,
+            "temperature": server.temperature, "top_p": server.top_p, "max_tokens": server.max_tokens,
+            "instruction": job.instruction, "system": server.system, "server_arg": server_arg, "limit": job.limit}
+
+
+def filter_by_pass_rate(job: PassRateJob, progress: bool = True) -> PassRateResult | None:
+    """Runs `curate filter-passrate` under the output's claim (None when it is up to date); another --band reuses
+    the samples (rates/, .curate/, rejects/prompts)."""
+    band = parse_band(job.band)
+    return write_once(job.output, "filter-passrate", claim_record(job), lambda: run_passrate_filter(
+        job.dataset, job.output, job.server, band=band, limit=job.limit, tasks=job.tasks, workers=job.workers,
+        progress=progress, executor=job.executor), inputs={"band": job.band}, overwrite=job.overwrite,
+        keep=("rates", ".curate", "rejects"))
 
 
 def _write_bookkeeping(result: PassRateResult, dataset: Path, options: SamplingOptions, limit: int) -> None:

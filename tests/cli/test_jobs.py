@@ -17,10 +17,12 @@ from curate.cli.groups import SERVER_FLAGS, job_command
 from curate.flows.build import BuildParameters
 from curate.flows.export import ExportParameters
 from curate.flows.tag import TagParameters
-from curate.handoff.jobs import ExportJob
+from curate.handoff.jobs import ExportJob, PassRateJob
+from curate.handoff.passrate import claim_record
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, offered
+from curate.pipelines.state import folder_signature
 from curate.pipelines.tagging import llm_options
 
 
@@ -117,3 +119,18 @@ def test_export_refuses_what_its_flow_refuses(tmp_path):
     with pytest.raises(ValidationError, match="must not be the dataset itself"):
         ExportParameters(dataset=str(SAMPLE_CORPUS), to="sft", output=str(SAMPLE_CORPUS))
     assert {f.name for f in offered(ExportJob)} - {"overwrite"} == set(ExportParameters.model_fields)
+
+
+def test_filter_passrate_records_what_it_recorded_before_its_job(tmp_path):
+    (tmp_path / "ds" / "data").mkdir(parents=True)
+    (tmp_path / "ds" / "data" / "train-00000.parquet").write_bytes(b"rows")
+    job = job_from(PassRateJob, ["--dataset", str(tmp_path / "ds"), "--model", "org/policy", "-o", str(tmp_path / "pr"),
+                                 "--k", "4", "--band", "0.1,0.9", "--temperature", "0.7", "--server-arg", "enforce-eager",
+                                 "--server-arg", "max-num-seqs=8", "--instruction", "", "--tasks", "2"])
+    assert (job.server.model, job.server.k, job.server.instruction) == ("org/policy", 4, "")
+    assert claim_record(job) == {
+        "dataset": str((tmp_path / "ds").resolve()), "dataset_contents": folder_signature(tmp_path / "ds"),
+        "model": "org/policy", "k": 4, "backend": "transformers", "endpoint_url": None, "temperature": 0.7,
+        "top_p": 1.0, "max_tokens": 1024, "instruction": "", "system": None,
+        "server_arg": ["enforce-eager", "max-num-seqs=8"], "limit": -1,
+    }
