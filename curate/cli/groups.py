@@ -26,6 +26,10 @@ The five builders that clean what they wrote took `--dedup / --decontam / --benc
 declares them once, in the "Cleaning" panel, with each builder's own help of what is judged, and hands one validated
 Cleaning as `cleaning`. The commands that read a corpus through an InputSpec (tag, tag-llm, build, eval-gate, and
 cpt and distill with `--texts`) take `input_group`: the "Input" panel, and one InputSpec as `corpus`.
+
+A command whose job is a config dataclass (curate.pipelines.jobs: build, tag, dedup, decontam, export,
+filter-passrate) takes `job_command(JobClass)`: its whole option list is generated from the job, through the groups
+above, and it receives one job, which it hands to the function that runs it (the flow hands that function the same).
 """
 
 from __future__ import annotations
@@ -420,8 +424,10 @@ SERVER_CONFIGS = {"sampling": sampling_config}
 
 def job_command(job_class: type) -> Callable:
     """Makes `command(job)` a command whose options are `job_class`'s: its own fields' (help and flags from their
-    metadata, in declaration order), then the panel of each of its groups (Input, Cleaning, Executor), built by the
-    group decorators above; the command is called with one validated `job_class(...)`:
+    metadata, in declaration order), then the panel of each of its groups (Input, Cleaning, Model server, Executor),
+    built by the group decorators above with the group's settings in the job (cleaning's help, a server's config
+    and `also`, the options a group leaves out); the command is called with one `job_class(...)`, its groups
+    validated as the decorators validate them:
 
         @app.command()
         @job_command(BuildJob)

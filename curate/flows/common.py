@@ -198,7 +198,9 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
             fields[name] = (GROUP_PARAMETERS[kind][1], default)
         else:
             bounds = f.metadata.get("bounds", {})
-            fields[name] = (types[name], Field(... if default is dataclasses.MISSING else default,
+            # A path is a string, as deployments give it and the flows hand it on (a Path would not be a str field).
+            kind_of = {Path: str, Path | None: str | None}.get(types[name], types[name])
+            fields[name] = (kind_of, Field(... if default is dataclasses.MISSING else default,
                                                description=f.metadata.get("help"), ge=bounds.get("min"),
                                                le=bounds.get("max")))
     name = job_class.__name__.removesuffix("Job") + "Parameters"

@@ -15,6 +15,7 @@ from curate.builders.jobs import BuildJob
 from curate.cli import SAMPLE_CORPUS, app
 from curate.cli.groups import SERVER_FLAGS, job_command
 from curate.flows.build import BuildParameters
+from curate.flows.curate_pipeline import PipelineParameters
 from curate.flows.export import ExportParameters
 from curate.flows.tag import TagParameters
 from curate.handoff.jobs import ExportJob, PassRateJob
@@ -74,6 +75,9 @@ def test_the_build_flow_takes_every_option_of_the_command():
     own = {f.name for f in offered(BuildJob)} - {"overwrite"}
     assert own | {"input", "text_key", "id_key", "split", "config", "streaming", "batch_size", "executor",
                   "cleaning"} == set(BuildParameters.model_fields)
+    # A flow's paths stay strings, as deployments give them: the pipeline hands its tags root on to the tag flow.
+    pipeline = PipelineParameters(input=str(SAMPLE_CORPUS), output="ds", behaviors="backtracking", tags="shared/tags")
+    assert pipeline.tag_parameters().output == pipeline.build_parameters().tags == "shared/tags"
 
 
 def test_the_tag_flow_runs_an_llm_classifier_as_curate_tag_does(tmp_path):
