@@ -3,7 +3,7 @@ must not read, and the version rule: v7 is v6 plus its additions, and the Countd
 
 import pytest
 
-from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers import get_classifier
 from curate.classifiers.cues_v6 import CUES_V6
 from curate.classifiers.cues_v7 import ADDED, CUES_V7
 from tests.support.cue_checks import B, C, S, V, assert_countdown_targets, present
@@ -58,10 +58,3 @@ def test_v7_is_v6_plus_its_additions():
 def test_countdown_targets_still_hold(v7):
     assert_countdown_targets(v7)
 
-
-def test_cues_names_v7():
-    """'cues' resolves to cues_v7, above cues_v6 on round 8 and equal on round 5 (README); older versions keep their
-    names and output."""
-    assert resolve_name("cues") == ("cues_v7", None)
-    assert get_classifier("cues").name == "cues_v7"
-    assert [resolve_name(f"cues_v{n}")[0] for n in range(1, 8)] == [f"cues_v{n}" for n in range(1, 8)]
