@@ -46,7 +46,7 @@ from typing import Annotated, Any
 
 import typer
 
-from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec, sampling_config
+from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec, llm_tag_config, sampling_config
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, field_types, groups, offered
 
@@ -419,7 +419,7 @@ def input_group(command: Callable | None = None, *, texts: bool = False) -> Call
 GROUP_RECEIVES = {INPUT: "corpus", CLEANING: "cleaning", SERVER: "server", EXECUTOR: "runs_on"}
 # A job's server config by the name its SERVER group gives (`config="sampling"`): the job's module cannot name the
 # factory, which imports datatrove when the command runs.
-SERVER_CONFIGS = {"sampling": sampling_config}
+SERVER_CONFIGS = {"sampling": sampling_config, "llm_tag": llm_tag_config}
 
 
 def job_command(job_class: type) -> Callable:
@@ -448,7 +448,8 @@ def job_command(job_class: type) -> Callable:
                 annotation=Annotated[
                     types[f.name],
                     typer.Argument(help=f.metadata["help"], **f.metadata["bounds"]) if f.metadata["argument"]
-                    else typer.Option(*f.metadata["flags"], help=f.metadata["help"], **f.metadata["bounds"]),
+                    else typer.Option(*f.metadata["flags"], help=f.metadata["help"],
+                                      rich_help_panel=f.metadata["panel"], **f.metadata["bounds"]),
                 ],
                 default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
             )

@@ -152,6 +152,14 @@ def cleaning_rows(output: Path, cleaning) -> list[tuple[str, str]]:
     return rows
 
 
+def llm_tag_config(**fields):
+    """tag-llm's LLMTagOptions (ServerOptions plus how tagging prompts), for `server_group(config=...)`: imported
+    when a command runs, since curate.pipelines.llm_tag imports datatrove."""
+    from curate.pipelines.llm_tag import LLMTagOptions
+
+    return LLMTagOptions(**fields)
+
+
 def sampling_config(**fields):
     """The pass-rate filter's SamplingOptions (the policy's ServerOptions plus how it is sampled), for
     `server_group(config=...)`: imported when a command runs, since curate.handoff.passrate imports datatrove."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,21 +11,12 @@ from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import app, console
-from curate.cli.groups import executor_group, input_group, job_command, server_group
-from curate.cli.options import Tasks, Workers, fail, summary, tag_rows, update_rows
-from curate.pipelines.executor_options import LOCAL, ExecutorOptions
-from curate.pipelines.jobs import TagJob
+from curate.cli.groups import input_group, job_command
+from curate.cli.options import fail, summary, tag_rows, update_rows
+from curate.pipelines.jobs import TagJob, TagLLMJob
 
 if TYPE_CHECKING:  # imported when a command runs: they import datatrove
-    from curate.pipelines.llm_tag import LLMTagOptions
     from curate.pipelines.readers import InputSpec
-
-
-def llm_tag_config(**fields):
-    """tag-llm's LLMTagOptions (ServerOptions plus how tagging prompts), for `server_group(config=...)`."""
-    from curate.pipelines.llm_tag import LLMTagOptions
-
-    return LLMTagOptions(**fields)
 
 
 @app.command()
@@ -116,41 +106,8 @@ def warn_unfinished(directory: Path) -> None:
 
 
 @app.command("tag-llm")
-@executor_group
-@server_group(config=llm_tag_config, also=("mode", "structured", "max_doc_tokens", "max_answer_tokens", "tokenizer",
-                                           "gate", "request_timeout", "records_per_chunk", "reasoning_parser",
-                                           "server_start_timeout", "server_start_retries"))
-@input_group
-def tag_llm(
-    model: Annotated[str, typer.Option(help="Model: hub name or local directory (also the tokenizer unless --tokenizer).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).")] = Path("tags"),
-    mode: Annotated[str, typer.Option(help="per-behavior (four requests sharing the document prefix) or joint (one JSON answer).")] = "per-behavior",
-    structured: Annotated[bool, typer.Option(help="Ask the server for JSON by schema (response_format).")] = False,
-    max_doc_tokens: Annotated[int, typer.Option(help="Truncate documents to this many model tokens, at the last newline.", min=16)] = 3072,
-    max_answer_tokens: Annotated[int | None, typer.Option(help="Generation budget per answer (default 48 per-behavior, 96 joint).", min=1)] = None,
-    tokenizer: Annotated[str | None, typer.Option(help="Tokenizer for truncation when the model name is not loadable here.")] = None,
-    gate: Annotated[str | None, typer.Option(help="Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').")] = None,
-    tp: Annotated[int | None, typer.Option(help="vLLM tensor parallelism (default: --gpus-per-task, else 1).", min=1,
-                                              rich_help_panel="Model server")] = None,
-    request_timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.", min=1)] = 300.0,
-    records_per_chunk: Annotated[int, typer.Option(help="Documents per checkpoint chunk (a killed run resumes from the last one).", min=1)] = 500,
-    tasks: Tasks = 1,
-    workers: Workers = 1,
-    limit: Annotated[int, typer.Option(help="Read at most this many documents per task (-1: all).")] = -1,
-    chat_template_kwargs: Annotated[str | None, typer.Option(
-        help="JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model "
-             "family; Qwen3 gets thinking off, others {}).")] = None,
-    reasoning_parser: Annotated[str | None, typer.Option(
-        help="--backend vllm: vLLM reasoning parser (deepseek_r1, qwen3, ...) that splits thinking off the answer.")] = None,
-    server_start_timeout: Annotated[float | None, typer.Option(
-        help="Seconds one server start may take until it answers (default: vllm 1800, transformers 600).", min=1)] = None,
-    server_start_retries: Annotated[int | None, typer.Option(
-        help="Start attempts after a failed one (default: vllm 2, else 1).", min=0)] = None,
-    *,
-    runs_on: ExecutorOptions = LOCAL,
-    server: LLMTagOptions,
-    corpus: InputSpec,
-) -> None:
+@job_command(TagLLMJob)
+def tag_llm(job: TagLLMJob) -> None:
     """Tag a corpus with an LLM (llm_v1, or cascade_v1 with --gate) through datatrove's InferenceRunner.
 
     Shards land in OUTPUT/llm_v1/ with the raw answers for audit; `curate build --tags OUTPUT --classifier llm`
@@ -169,21 +126,9 @@ def tag_llm(
 
         curate tag-llm --model Qwen/Qwen2.5-0.5B-Instruct --backend transformers --device cpu --gate cues --limit 50
     """
-    from curate.pipelines.llm_tag import run_llm_tagging
+    from curate.pipelines.tagging import tag_llm as run_tag_llm_job
 
-    options = server
-    if chat_template_kwargs is not None:
-        import json
-
-        try:
-            template_kwargs = json.loads(chat_template_kwargs)
-        except json.JSONDecodeError as error:
-            fail(f"--chat-template-kwargs is not JSON ({error}); pass an object, e.g. '{{\"enable_thinking\": false}}'")
-        if not isinstance(template_kwargs, dict):
-            fail("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
-        options = dataclasses.replace(server, chat_template_kwargs=template_kwargs)
-    llm_tag_summary(run_llm_tagging(corpus, output, options, tasks=tasks, workers=workers, limit=limit,
-                                    executor=runs_on))
+    llm_tag_summary(run_tag_llm_job(job))
 
 
 def llm_tag_summary(result) -> None:

@@ -32,6 +32,7 @@ from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 if TYPE_CHECKING:  # they import datatrove
     from curate.pipelines.llm.server import ServerOptions
+    from curate.pipelines.llm_tag import LLMTagOptions
     from curate.pipelines.readers import InputSpec
 
 SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
@@ -52,11 +53,13 @@ CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR
 CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
 
 
-def option(help: str, *flags: str, default: Any = dataclasses.MISSING, argument: bool = False, **bounds) -> Any:
+def option(help: str, *flags: str, default: Any = dataclasses.MISSING, argument: bool = False,
+           panel: str | None = None, **bounds) -> Any:
     """A job field that the command line offers: its help; its flags where they are not --FIELD-NAME ('--output',
-    '-o'; a bool given its one flag has no --no- form), or `argument`: a positional argument; typer's bounds
-    (min=1, max=0.99), which a flow checks too; and its default (none: the option is required)."""
-    metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument}
+    '-o'; a bool given its one flag has no --no- form), or `argument`: a positional argument; its help panel where
+    not the command's own (a group's option with this command's help); typer's bounds (min=1, max=0.99), which a
+    flow checks too; and its default (none: the option is required)."""
+    metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument, "panel": panel}
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -116,6 +119,48 @@ class TagJob:
     corpus: InputSpec = group(INPUT)
     # The server's model is `model`; an LLM tagging run takes its parallelism from --gpus-per-task.
     server: ServerOptions = group(SERVER, without=("tp", "dp"))
+    executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TagLLMJob:
+    """Tag a corpus with an LLM (llm_v1, or cascade_v1 with a gate) through datatrove's InferenceRunner."""
+
+    model: str = option("Model: hub name or local directory (also the tokenizer unless --tokenizer).")
+    output: Path = option("Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).", "--output", "-o",
+                          default=Path("tags"))
+    mode: str = option("per-behavior (four requests sharing the document prefix) or joint (one JSON answer).",
+                       default="per-behavior")
+    structured: bool = option("Ask the server for JSON by schema (response_format).", default=False)
+    max_doc_tokens: int = option("Truncate documents to this many model tokens, at the last newline.", default=3072,
+                                 min=16)
+    max_answer_tokens: int | None = option("Generation budget per answer (default 48 per-behavior, 96 joint).",
+                                           default=None, min=1)
+    tokenizer: str | None = option("Tokenizer for truncation when the model name is not loadable here.", default=None)
+    gate: str | None = option("Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').",
+                              default=None)
+    tp: int | None = option("vLLM tensor parallelism (default: --gpus-per-task, else 1).", default=None, min=1,
+                            panel="Model server")
+    request_timeout: float = option("Seconds per request before it is retried.", default=300.0, min=1)
+    records_per_chunk: int = option("Documents per checkpoint chunk (a killed run resumes from the last one).",
+                                    default=500, min=1)
+    tasks: int = option(TASKS_HELP, default=1, min=1)
+    workers: int = option(WORKERS_HELP, default=1, min=1)
+    limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
+    chat_template_kwargs: str | None = option(
+        "JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model family; "
+        "Qwen3 gets thinking off, others {}).", default=None)
+    reasoning_parser: str | None = option("--backend vllm: vLLM reasoning parser (deepseek_r1, qwen3, ...) that "
+                                          "splits thinking off the answer.", default=None)
+    server_start_timeout: float | None = option("Seconds one server start may take until it answers (default: vllm "
+                                                "1800, transformers 600).", default=None, min=1)
+    server_start_retries: int | None = option("Start attempts after a failed one (default: vllm 2, else 1).",
+                                              default=None, min=0)
+    corpus: InputSpec = group(INPUT)
+    # The server and how tagging prompts it (LLMTagOptions), holding the fields of `also` too.
+    server: LLMTagOptions = group(SERVER, config="llm_tag", also=(
+        "mode", "structured", "max_doc_tokens", "max_answer_tokens", "tokenizer", "gate", "request_timeout",
+        "records_per_chunk", "reasoning_parser", "server_start_timeout", "server_start_retries"))
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
 
 

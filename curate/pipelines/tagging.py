@@ -1,13 +1,15 @@
-"""The tag job, which `curate tag` and the tag flow both run: a cheap classifier tags through `run_tagging`, an LLM
-one (llm, cascade) through `run_llm_tagging` on the job's model server, as `curate tag-llm` would run it."""
+"""The tag jobs. `curate tag` and the tag flow run the tag job: a cheap classifier tags through `run_tagging`, an
+LLM one (llm, cascade) through `run_llm_tagging` on the job's model server, as `curate tag-llm` (the tag-llm job,
+with every LLM tagging option) would run it."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from curate.classifiers import resolve_name
 from curate.errors import CurateError
-from curate.pipelines.jobs import TagJob
+from curate.pipelines.jobs import TagJob, TagLLMJob
 from curate.pipelines.llm_tag import LLMTagOptions, LLMTagResult, run_llm_tagging
 from curate.pipelines.tag import TagResult, run_tagging
 
@@ -42,3 +44,19 @@ def tag(job: TagJob, progress: bool = True) -> TagResult | LLMTagResult:
     return run_tagging(job.corpus, job.output, job.classifier, tasks=job.tasks, workers=job.workers,
                        batch_size=job.batch_size, progress=progress, limit=job.limit, verify_inputs=job.verify_inputs,
                        executor=job.executor)
+
+
+def tag_llm(job: TagLLMJob, progress: bool = True) -> LLMTagResult:
+    """Runs the tag-llm job: its LLMTagOptions, with --chat-template-kwargs read as the JSON object it must be."""
+    options = job.server
+    if job.chat_template_kwargs is not None:
+        try:
+            template_kwargs = json.loads(job.chat_template_kwargs)
+        except json.JSONDecodeError as error:
+            raise TagJobError(f"--chat-template-kwargs is not JSON ({error}); pass an object, e.g. "
+                              "'{\"enable_thinking\": false}'") from None
+        if not isinstance(template_kwargs, dict):
+            raise TagJobError("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
+        options = dataclasses.replace(options, chat_template_kwargs=template_kwargs)
+    return run_llm_tagging(job.corpus, job.output, options, tasks=job.tasks, workers=job.workers, limit=job.limit,
+                           progress=progress, executor=job.executor)

@@ -22,7 +22,7 @@ from curate.handoff.jobs import ExportJob, PassRateJob
 from curate.handoff.passrate import claim_record
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, offered
+from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, TagLLMJob, offered
 from curate.pipelines.state import folder_signature
 from curate.pipelines.tagging import llm_options
 
@@ -138,3 +138,14 @@ def test_filter_passrate_records_what_it_recorded_before_its_job(tmp_path):
         "top_p": 1.0, "max_tokens": 1024, "instruction": "", "system": None,
         "server_arg": ["enforce-eager", "max-num-seqs=8"], "limit": -1,
     }
+
+
+def test_tag_llm_hands_its_tagging_options_to_the_server_config(tmp_path):
+    job = job_from(TagLLMJob, ["--model", "org/model", "--input", str(SAMPLE_CORPUS), "--tp", "2", "--mode", "joint",
+                               "--gate", "cues", "--records-per-chunk", "50", "--chat-template-kwargs", "{}"])
+    assert (job.server.model, job.server.tp, job.server.mode, job.server.gate, job.server.records_per_chunk) == (
+        "org/model", 2, "joint", "cues", 50)
+    refused = CliRunner().invoke(app, ["tag-llm", "--model", "m", "--input", str(SAMPLE_CORPUS), "-o",
+                                       str(tmp_path / "tags"), "--chat-template-kwargs", "[1]"])
+    assert refused.exit_code == 2 and "must be a JSON object" in refused.output
+    assert not (tmp_path / "tags").exists()
