@@ -440,7 +440,8 @@ def job_command(job_class: type) -> Callable:
         types = field_types(job_class)
         grouped = groups(job_class)
         if set(grouped) - set(GROUP_RECEIVES):
-            raise TypeError(f"{job_class.__name__}: no command-line group for {', '.join(set(grouped) - set(GROUP_RECEIVES))}")
+            unknown = ", ".join(sorted(set(grouped) - set(GROUP_RECEIVES)))
+            raise TypeError(f"{job_class.__name__}: no command-line group for {unknown}")
         parameters = [
             inspect.Parameter(
                 f.name,

@@ -117,8 +117,8 @@ def _server_fields() -> dict:
     """The ServerOptions fields the "Model server" panel offers, with their defaults and the panel's bounds."""
     hints = typing.get_type_hints(ServerOptions)
     bounds = {"concurrency": {"ge": 1}, "tp": {"ge": 1}, "dp": {"ge": 1}}
-    return {f.name: (hints[f.name], Field(f.default, **bounds.get(f.name, {})) if f.default_factory is dataclasses.MISSING
-                     else Field(default_factory=f.default_factory))
+    return {f.name: (hints[f.name], Field(f.default, **bounds.get(f.name, {}))
+                     if f.default_factory is dataclasses.MISSING else Field(default_factory=f.default_factory))
             for f in dataclasses.fields(ServerOptions) if f.name in SERVER_FIELDS}
 
 
@@ -175,9 +175,10 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
               exclude: tuple[str, ...] = (), **overrides) -> type:
     """The JobParameters model of `job_class`, named for it in `module` (the flow's, where it is pickled from): each
     of its fields (but `exclude`) with its type, default, help (description) and bounds (min -> ge, max -> le), and
-    each of its groups as GROUP_PARAMETERS says (a job that reads a corpus takes `base` InputParameters). A field `base` declares keeps base's declaration (its validator), which
-    must have the job's default. `overrides`: field -> (type, default or Field) where a flow's parameter differs from
-    the option (an output a deployment must name); `check(job)`: the job's own check, raising a CurateError."""
+    each of its groups as GROUP_PARAMETERS says (a job that reads a corpus takes `base` InputParameters). A field
+    `base` declares keeps base's declaration (its validator), which must have the job's default. `overrides`:
+    field -> (type, default or Field) where a flow's parameter differs from the option (an output a deployment must
+    name); `check(job)`: the job's own check, raising a CurateError."""
     types = field_types(job_class, known=GROUP_CLASSES)
     fields = {}
     for f in dataclasses.fields(job_class):
@@ -190,7 +191,8 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
         if name in base.model_fields:
             declared = base.model_fields[name].default
             if kind is None and declared != default:
-                raise TypeError(f"{job_class.__name__}.{name}: the flow's default {declared!r} is not the job's {default!r}")
+                raise TypeError(f"{job_class.__name__}.{name}: the flow's default {declared!r} is not the job's "
+                                f"{default!r}")
             continue
         if name in overrides:
             fields[name] = overrides[name]

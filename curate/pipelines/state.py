@@ -170,7 +170,8 @@ def in_place(input: str | Path, output: Path) -> bool:
     """dedup/decontam DATASET --output DATASET clean a dataset in place: it stays the dataset its builder wrote
     (and claimed), so the cleaning claims nothing."""
     text = str(input)
-    return not text.startswith("hf:") and Path(text).expanduser().resolve() in (output.resolve(), output.resolve() / "data")
+    resolved = Path(text).expanduser().resolve()
+    return not text.startswith("hf:") and resolved in (output.resolve(), output.resolve() / "data")
 
 
 def clean_once(input: str | Path, output: str | Path, command: str, parameters: dict, clean, overwrite: bool = False):
