@@ -58,6 +58,7 @@ BUILTIN: dict[str, str] = {
     "cues_v6": "curate.classifiers.cues_v6",
     "cues_v7": "curate.classifiers.cues_v7",
     "cues_v8": "curate.classifiers.cues_v8",
+    "cues_v9": "curate.classifiers.cues_v9",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
