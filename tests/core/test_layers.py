@@ -102,3 +102,12 @@ def test_no_module_level_import_cycle():
 def test_only_the_cli_imports_curate_inside_functions():
     lazy = sorted((m, t) for m, targets in INNER.items() for t in targets if not m.startswith("curate.cli"))
     assert not lazy, lazy
+
+
+def test_no_private_name_is_imported_from_another_module():
+    private = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if curate_targets(node) and isinstance(node, ast.ImportFrom):
+                private += [(module, f"{node.module}.{a.name}") for a in node.names if a.name.startswith("_")]
+    assert not private, private
