@@ -36,13 +36,14 @@ LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "bli
           "blindset5": TESTS / "blindset" / "round5" / "labels.jsonl",
           "blindset7": TESTS / "blindset" / "round7" / "labels.jsonl",
           "blindset8": TESTS / "blindset" / "round8" / "labels.jsonl",
-          "blindset9": TESTS / "blindset" / "round9" / "labels.jsonl"}
-BLIND_ROUNDS = {"blindset", "blindset2", "blindset3", "blindset5", "blindset7", "blindset8", "blindset9"}
+          "blindset9": TESTS / "blindset" / "round9" / "labels.jsonl",
+          "blindset10": TESTS / "blindset" / "round10" / "labels.jsonl"}
+BLIND_ROUNDS = {"blindset", "blindset2", "blindset3", "blindset5", "blindset7", "blindset8", "blindset9", "blindset10"}
 # Test sets only: their errors are not printed, so nobody tunes against them. Rounds 2 and 3 were each read once to
 # report (cues_v3/v4, then cues_v5) and are tuning text since; round 5 is the test set that replaced them. Round 7
 # (180 Countdown traces written after cues_v6 was frozen) was read once to report cues_v6 (7988b26) and is the tuning
-# text of cues_v7's Countdown cues since; round 8 replaced it, was read once to report cues_v7 and tuned cues_v8, and
-# round 9 is the fresh Countdown set after it.
+# text of cues_v7's Countdown cues since; rounds 8 and 9 replaced it in turn, each read once to report the version
+# before (v7, v8) and then tuning the next (v8, v9); round 10 is the fresh Countdown set after them.
 TEST_ONLY = {"blindset5", "blindset10"}
 
 
@@ -78,7 +79,7 @@ def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict
 
 def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
     """A blind set round's labeled items of one half (or all): shared-data texts and Countdown traces
-    (tests/blindset; rounds 2, 3 and 5 in tests/blindset/roundN, real texts only, and rounds 7 to 9, Countdown
+    (tests/blindset; rounds 2, 3 and 5 in tests/blindset/roundN, real texts only, and rounds 7 to 10, Countdown
     traces only; all test)."""
     if not labels_path.exists():
         raise DevsetUnavailable(f"the blind set's labels are not there yet ({labels_path})")

@@ -3,7 +3,7 @@ copied from round 8), and the version rule: v8 is v7 with three plan cues guarde
 
 import pytest
 
-from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers import get_classifier
 from curate.classifiers.cues_v7 import CUES_V7
 from curate.classifiers.cues_v8 import ADDED, CUES_V8, NARRATING
 from tests.support.cue_checks import S, assert_countdown_targets, present
@@ -59,10 +59,3 @@ def test_v8_is_v7_with_guards_plus_its_additions():
 def test_countdown_targets_still_hold(v8):
     assert_countdown_targets(v8)
 
-
-def test_cues_names_v8():
-    """'cues' resolves to cues_v8, above cues_v7 on round 9 and equal on round 5 (README); older versions keep their
-    names and output."""
-    assert resolve_name("cues") == ("cues_v8", None)
-    assert get_classifier("cues").name == "cues_v8"
-    assert [resolve_name(f"cues_v{n}")[0] for n in range(1, 9)] == [f"cues_v{n}" for n in range(1, 9)]
