@@ -1,5 +1,5 @@
-"""The builders' job configs (see curate.pipelines.jobs): what `curate build` and the build flow take, and the
-record of a build's output claim. Light: `--help` reads them; the jobs run in their builder modules."""
+"""The builders' job configs (see curate.pipelines.jobs): what `curate build`, `curate multihop`, `curate mcqa` (and
+their flows) take, and the record of each one's output claim. Light: `--help` reads them; the jobs run in their builder modules."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from curate.pipelines.jobs import (
     ALLOW_PARTIAL_HELP,
     CLASSIFIER_HELP,
     CLEANING,
+    DEVICE_HELP,
     EXECUTOR,
     INPUT,
     OVERWRITE_HELP,
     SAMPLE_GLOB,
+    SPLIT_HELP,
     TASKS_HELP,
     VERIFY_INPUTS_HELP,
     WORKERS_HELP,
@@ -88,3 +90,68 @@ class BuildJob:
         if self.kept_columns:  # only when given, so that datasets built before the option existed stay up to date
             what["keep_columns"] = self.kept_columns
         return {k: str(v) if isinstance(v, Path) else v for k, v in what.items()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultihopJob:
+    """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits."""
+
+    input: str = option("GSM8K-style problems: jsonl/parquet file, glob, or 'hf:ORG/NAME'.", "--input", "-i")
+    output: Path = option("Dataset directory.", "--output", "-o")
+    hops: str = option("Hops per chain: a number or a range such as 2-4 (drawn uniformly).", default="2-4")
+    n: int = option("Chains to build.", "--n", default=5000, min=1)
+    seed: int = option("Seed of the chain sampler.", default=0)
+    max_ratio: float = option("Every intermediate value must stay within this factor of its original.", default=10.0,
+                              min=1.01)
+    tries_per_link: int = option("Candidate links tried before a chain is abandoned.", default=64, min=1)
+    question_key: str = option("Field holding the problem text.", default="question")
+    answer_key: str = option("Field holding the worked solution with <<a=b>> annotations and '#### N'.",
+                             default="answer")
+    id_key: str = option("Field holding the problem id (becomes each hop's source_id); else file/line.", default="id")
+    split: str = option(SPLIT_HELP, default="train")
+    license: str = option("License of the source problems, for the dataset card.", default="mit")
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates from the source problems "
+                               "before chaining.",
+                               decontam="Remove source problems overlapping these benchmarks (as `curate decontam "
+                               "--against`).")
+
+    def record(self) -> dict:
+        """The parameters of the output claim (those every earlier `curate multihop` and multihop flow recorded)."""
+        what = {"input": self.input, "hops": self.hops, "n": self.n, "seed": self.seed, "max_ratio": self.max_ratio,
+                "tries_per_link": self.tries_per_link, "question_key": self.question_key,
+                "answer_key": self.answer_key, "id_key": self.id_key, "split": self.split, "license": self.license,
+                **self.cleaning.arguments()}
+        return {k: str(v) if isinstance(v, Path) else v for k, v in what.items()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class McqaJob:
+    """Convert multiple-choice items to open-answer questions (optionally reformulated and judged by an LLM)."""
+
+    inputs: list[str] = option("File, directory, glob or hf:NAME[:SPLIT]; repeatable.", "--input", "-i")
+    output: Path = option("Dataset directory (data/, rejects/, README.md).", "--output", "-o")
+    format: str = option("auto | aqua | mmlu_csv | jsonl | arc | alpaca", "--format", default="auto")
+    workers: int = option("Processes checking answers with math-verify.", default=1)
+    limit: int = option("Read at most this many records per input (-1: all).", default=-1)
+    reformulate: bool = option("LLM rewrite of each kept stem plus an LLM judge (Big-Math); needs --model.",
+                               "--reformulate", default=False)
+    model: str | None = option("--reformulate: the model (hub name or local dir).", default=None)
+    backend: str = option("--reformulate: vllm, endpoint or transformers.", default="transformers")
+    endpoint_url: str | None = option("--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.",
+                                      default=None)
+    device: str = option(DEVICE_HELP, default="auto")
+    max_tokens: int = option("--reformulate: generation budget per rewrite.", default=1024, min=16)
+    concurrency: int | None = option("--reformulate: requests in flight.", default=None, min=1)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the question).",
+                               decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam "
+                               "--against`).")
+
+    @property
+    def llm(self) -> dict | None:
+        """--reformulate: the LLMOptions fields of the rewriter and judge (greedy), as the command always gave them."""
+        if not self.reformulate:
+            return None
+        return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
+                "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency}

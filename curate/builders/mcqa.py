@@ -41,6 +41,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
+from curate.builders.jobs import McqaJob
 from curate.builders.llm_writers import PROMPT_VERSION, LLMOptions, Rewrite, reformulate_rows
 from curate.data_cards.cards import (
     load_snippet,
@@ -54,7 +55,7 @@ from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
-from curate.pipelines.state import files_signature
+from curate.pipelines.state import files_signature, write_once
 from curate.rewards.equivalence import parse_latex, verify_parsed
 
 DATA_SOURCE = "curate/mcqa_open"
@@ -986,6 +987,36 @@ def run_mcqa(
     if decontam:
         decontaminate_dataset(output, decontam, fields=["question"], benchmarks_dir=benchmarks_dir, progress=progress)
     return result
+
+
+def check_mcqa(job: McqaJob) -> None:
+    """What `curate mcqa` and the mcqa flow refuse before anything is claimed or read: a model without --reformulate
+    (or the reverse), an unknown format, a wrong LLM backend, a local input that names no file."""
+    if job.model and not job.reformulate:
+        raise ValueError("--model applies to --reformulate only")
+    if job.reformulate and not job.model:
+        raise ValueError("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
+    if job.format not in FORMATS:
+        raise FormatError(f"unknown format {job.format!r}; choose one of {', '.join(FORMATS)}")
+    if job.llm:
+        LLMOptions(**job.llm).validate()
+    for path in job.inputs:
+        if not path.startswith("hf:"):
+            try:
+                input_files(path)
+            except FileNotFoundError as error:  # a ValueError, so that a flow reports it as a parameter error
+                raise ValueError(str(error)) from None
+
+
+def mcqa(job: McqaJob, progress: bool = True, refresh: bool = False) -> McqaResult | None:
+    """Runs `curate mcqa` and the mcqa flow: claims the output for what decides the dataset (output_identity; a
+    folder holding another dataset is refused unless `job.overwrite`), then converts. None when the output is up to
+    date; `refresh` converts all the same (a flow whose cached result is stale)."""
+    check_mcqa(job)
+    what, inputs = output_identity(list(job.inputs), job.format, job.limit, job.llm, **job.cleaning.arguments())
+    return write_once(job.output, "mcqa", what, lambda: run_mcqa(
+        list(job.inputs), job.output, fmt=job.format, workers=job.workers, limit=job.limit, progress=progress,
+        reformulate=job.llm, **job.cleaning.arguments()), inputs=inputs, overwrite=job.overwrite, refresh=refresh)
 
 
 # What a reformulated row adds: the rule-based stem it replaced, and the model.

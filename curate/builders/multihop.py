@@ -52,6 +52,7 @@ from curate.builders.arith import (
     written_in_words,
 )
 from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
+from curate.builders.jobs import MultihopJob
 from curate.console import ProgressBar
 from curate.data_cards.cards import (
     load_snippet,
@@ -66,7 +67,8 @@ from curate.pipelines.decontam import decontam_card_section, decontaminate
 from curate.pipelines.dedup import dedup as run_dedup
 from curate.pipelines.dedup import dedup_card_section
 from curate.pipelines.readers import REJECT_REASON, InputSpec, is_reject, make_reader
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, write_once
+from curate.pipelines.tag import file_fingerprints
 
 DATA_SOURCE = "curate/multihop"
 ABILITY = "math"
@@ -508,6 +510,31 @@ def run_multihop(
     write_text_atomic(output / STATE / "stats.json", json.dumps(stats.to_dict(), indent=2))
     write_card(output, parameters, stats, sections)
     return MultihopResult(output=output, stats=stats, parameters=parameters)
+
+
+def check_hops(job: MultihopJob) -> tuple[int, int]:
+    """The job's hop range; a malformed one fails here, before anything is claimed (the flow checks its parameters
+    with it)."""
+    return parse_hop_range(job.hops)
+
+
+def source_spec(job: MultihopJob) -> InputSpec:
+    """The source problems of the job, read as a corpus whose text is the question."""
+    return InputSpec(path=job.input, text_key=job.question_key, id_key=job.id_key, split=job.split)
+
+
+def multihop(job: MultihopJob, progress: bool = True, refresh: bool = False) -> MultihopResult | None:
+    """Runs `curate multihop` and the multihop flow: claims the output for `job.record()` (a folder holding another
+    dataset is refused unless `job.overwrite`), then builds the chains. None when the output is up to date; `refresh`
+    builds it all the same (a flow whose cached result is stale)."""
+    hops = check_hops(job)
+    spec = source_spec(job)
+    if not spec.is_hub:
+        spec.list_files()  # a local input that names no file fails here, in one line (NoInputFilesError)
+    return write_once(job.output, "multihop", job.record(), lambda: run_multihop(
+        spec, job.output, n=job.n, hops=hops, seed=job.seed, max_ratio=job.max_ratio,
+        tries_per_link=job.tries_per_link, answer_key=job.answer_key, progress=progress, license=job.license,
+        **job.cleaning.arguments()), inputs=file_fingerprints(spec), overwrite=job.overwrite, refresh=refresh)
 
 
 SOURCES_NOTE = ("Applied to the source problems before chaining (a removed problem is in `rejects/sources.jsonl` "

@@ -10,19 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior_list
-from curate.builders.jobs import BuildJob
+from curate.builders.jobs import BuildJob, McqaJob, MultihopJob
 from curate.cli.app import app, console
 from curate.cli.groups import cleaning_group, executor_group, input_group, job_command
 from curate.cli.options import (
     ClassifierOption,
     DeviceOption,
     OverwriteOption,
-    Split,
     Tasks,
     Workers,
     cleaning_rows,
     fail,
-    input_spec,
     summary,
     tag_rows,
     up_to_date,
@@ -68,25 +66,8 @@ def build(job: BuildJob) -> None:
 
 
 @app.command()
-@cleaning_group(dedup="Remove exact and MinHash near duplicates from the source problems before chaining.",
-                decontam="Remove source problems overlapping these benchmarks (as `curate decontam --against`).")
-def multihop(
-    input: Annotated[str, typer.Option("--input", "-i", help="GSM8K-style problems: jsonl/parquet file, glob, or 'hf:ORG/NAME'.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory.")],
-    hops: Annotated[str, typer.Option(help="Hops per chain: a number or a range such as 2-4 (drawn uniformly).")] = "2-4",
-    n: Annotated[int, typer.Option("--n", help="Chains to build.", min=1)] = 5000,
-    seed: Annotated[int, typer.Option(help="Seed of the chain sampler.")] = 0,
-    max_ratio: Annotated[float, typer.Option(help="Every intermediate value must stay within this factor of its original.", min=1.01)] = 10.0,
-    tries_per_link: Annotated[int, typer.Option(help="Candidate links tried before a chain is abandoned.", min=1)] = 64,
-    question_key: Annotated[str, typer.Option(help="Field holding the problem text.")] = "question",
-    answer_key: Annotated[str, typer.Option(help="Field holding the worked solution with <<a=b>> annotations and '#### N'.")] = "answer",
-    id_key: Annotated[str, typer.Option(help="Field holding the problem id (becomes each hop's source_id); else file/line.")] = "id",
-    split: Split = "train",
-    license: Annotated[str, typer.Option(help="License of the source problems, for the dataset card.")] = "mit",
-    overwrite: OverwriteOption = False,
-    *,
-    cleaning: Cleaning,
-) -> None:
+@job_command(MultihopJob)
+def multihop(job: MultihopJob) -> None:
     """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits.
 
     Solutions are re-executed from their calculator annotations (no eval); every link and every problem that
@@ -100,32 +81,25 @@ def multihop(
 
     --dedup/--decontam clean the source problems before chaining, so the three splits stay matched.
     """
-    from curate.builders.multihop import parse_hop_range, run_multihop
-    from curate.pipelines.tag import file_fingerprints
+    from curate.builders.multihop import multihop as run_multihop_job
 
-    hop_range = parse_hop_range(hops)
-    spec = input_spec(input, question_key, id_key, split, False)
-    # The same keys as the multihop flow's claim, so that either finds the other's dataset up to date.
-    what = {"input": input, "hops": hops, "n": n, "seed": seed, "max_ratio": max_ratio, "tries_per_link": tries_per_link,
-            "question_key": question_key, "answer_key": answer_key, "id_key": id_key, "split": split, "license": license,
-            **cleaning.arguments()}
     started = time.perf_counter()
-    result = write_once(output, "multihop", what, lambda: run_multihop(
-        spec, output, n=n, hops=hop_range, seed=seed, max_ratio=max_ratio, tries_per_link=tries_per_link,
-        answer_key=answer_key, license=license, **cleaning.arguments()), inputs=file_fingerprints(spec), overwrite=overwrite)
+    result = run_multihop_job(job)
+    output = job.output
     if result is None:
+        up_to_date(output)
         return
     seconds = time.perf_counter() - started
     s = result.stats
     rows = [
         ("sources read / executable", f"{s.sources_read:,} / {s.sources_executable:,}"),
         ("sources set aside", ", ".join(f"{k}: {v:,}" for k, v in s.source_rejects.most_common()) or "0"),
-        ("chains built", f"{s.rows.get('full', 0):,} of {n:,} asked ({s.chain_attempts:,} attempts)"),
+        ("chains built", f"{s.rows.get('full', 0):,} of {job.n:,} asked ({s.chain_attempts:,} attempts)"),
         ("hop counts", ", ".join(f"{k}: {v:,}" for k, v in sorted(s.hop_counts.items()))),
         ("links accepted", f"{s.links_accepted:,} / {s.link_proposals:,} ({100 * s.acceptance_rate:.1f} %)"),
         ("links rejected", ", ".join(f"{k}: {v:,}" for k, v in s.link_rejects.most_common()) or "0"),
         ("rows full / half / single", " / ".join(f"{s.rows.get(k, 0):,}" for k in ("full", "half", "single"))),
-        *cleaning_rows(output, cleaning),
+        *cleaning_rows(output, job.cleaning),
         ("seconds", f"{seconds:,.1f}"),
         ("dataset", str(output / "data")),
         ("card", str(output / "README.md")),
@@ -325,25 +299,8 @@ def decontam_command(job: DecontamJob) -> None:
 
 
 @app.command("mcqa")
-@cleaning_group(dedup="Remove exact and MinHash near duplicates (judged on the question).",
-                decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam --against`).")
-def mcqa(
-    input: Annotated[list[str], typer.Option("--input", "-i", help="File, directory, glob or hf:NAME[:SPLIT]; repeatable.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Dataset directory (data/, rejects/, README.md).")],
-    format: Annotated[str, typer.Option("--format", help="auto | aqua | mmlu_csv | jsonl | arc | alpaca")] = "auto",
-    workers: Annotated[int, typer.Option(help="Processes checking answers with math-verify.")] = 1,
-    limit: Annotated[int, typer.Option(help="Read at most this many records per input (-1: all).")] = -1,
-    reformulate: Annotated[bool, typer.Option("--reformulate", help="LLM rewrite of each kept stem plus an LLM judge (Big-Math); needs --model.")] = False,
-    model: Annotated[Optional[str], typer.Option(help="--reformulate: the model (hub name or local dir).")] = None,
-    backend: Annotated[str, typer.Option(help="--reformulate: vllm, endpoint or transformers.")] = "transformers",
-    endpoint_url: Annotated[Optional[str], typer.Option(help="--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.")] = None,
-    device: DeviceOption = "auto",
-    max_tokens: Annotated[int, typer.Option(help="--reformulate: generation budget per rewrite.", min=16)] = 1024,
-    concurrency: Annotated[Optional[int], typer.Option(help="--reformulate: requests in flight.", min=1)] = None,
-    overwrite: OverwriteOption = False,
-    *,
-    cleaning: Cleaning,
-) -> None:
+@job_command(McqaJob)
+def mcqa(job: McqaJob) -> None:
     """Convert multiple choice to open-answer questions: keep items whose stem stands without its options and
     whose gold option math-verify grades uniquely; every other item goes to rejects/ with its reason.
 
@@ -357,28 +314,19 @@ def mcqa(
 
         curate mcqa -i aqua/dev.json --reformulate --model Qwen/Qwen2.5-72B-Instruct --backend vllm -o datasets/aqua-open
     """
-    from curate.builders.mcqa import run_mcqa
+    from curate.builders.mcqa import mcqa as run_mcqa_job
 
-    if model and not reformulate:
-        fail("--model applies to --reformulate only")
-    if reformulate and not model:
-        fail("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
-    llm = {"model": model, "backend": backend, "endpoint_url": endpoint_url, "device": device, "max_tokens": max_tokens,
-           "temperature": 0.0, "concurrency": concurrency} if reformulate else None
-    from curate.builders.mcqa import output_identity
-
-    what, inputs = output_identity(list(input), format, limit, llm, **cleaning.arguments())
     started = time.perf_counter()
-    result = write_once(output, "mcqa", what, lambda: run_mcqa(
-        list(input), output, fmt=format, workers=workers, limit=limit, reformulate=llm, **cleaning.arguments()),
-        inputs=inputs, overwrite=overwrite)
+    result = run_mcqa_job(job)
+    output = job.output
     if result is None:
+        up_to_date(output)
         return
     total = result.kept + result.rejected
     rows = [("items", f"{total:,}"), ("kept", f"{result.kept:,} ({100 * result.kept / max(total, 1):.1f} %)")]
     rows += [(f"rejected: {reason}", f"{n:,}") for reason, n in result.by_reason.items()]
     rows += [(f"type: {kind}", f"{n:,}") for kind, n in result.answer_types.items()]
-    rows += cleaning_rows(output, cleaning)
+    rows += cleaning_rows(output, job.cleaning)
     rows += [("seconds", f"{time.perf_counter() - started:.1f}"), ("dataset", str(output / "data")),
              ("rejects", str(output / "rejects" / "rejects.jsonl")), ("card", str(output / "README.md"))]
     summary(f"MCQA → open answer: {output}", rows)

@@ -14,16 +14,16 @@ from curate.cli.app import console
 from curate.pipelines.jobs import (
     ALLOW_PARTIAL_HELP,
     CLASSIFIER_HELP,
+    DEVICE_HELP,
     ID_KEY_HELP,
     OVERWRITE_HELP,
     SAMPLE_CORPUS,
     SAMPLE_GLOB,
+    SPLIT_HELP,
     TASKS_HELP,
     VERIFY_INPUTS_HELP,
     WORKERS_HELP,
 )
-
-SPLIT_HELP = "Split of a Hugging Face dataset."
 
 IdKey = Annotated[str, typer.Option(help=ID_KEY_HELP)]
 
@@ -40,7 +40,7 @@ Tasks = Annotated[int, typer.Option(help=TASKS_HELP, min=1)]
 Workers = Annotated[int, typer.Option(help=WORKERS_HELP, min=1)]
 
 
-DeviceOption = Annotated[str, typer.Option(help="--backend transformers: device for `transformers serve`.")]
+DeviceOption = Annotated[str, typer.Option(help=DEVICE_HELP)]
 
 
 VerifyInputs = Annotated[bool, typer.Option("--verify-inputs", help=VERIFY_INPUTS_HELP)]

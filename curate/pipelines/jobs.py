@@ -49,6 +49,8 @@ VERIFY_INPUTS_HELP = "Also compare input files by SHA-256, not only size and mod
 ALLOW_PARTIAL_HELP = "Build from tags whose tasks did not all finish (warns); default: refuse."
 OVERWRITE_HELP = "--output holds another dataset: remove what it wrote, then write this one."
 ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
+SPLIT_HELP = "Split of a Hugging Face dataset."
+DEVICE_HELP = "--backend transformers: device for `transformers serve`."
 CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR/data)."
 CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
 

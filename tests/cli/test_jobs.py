@@ -11,12 +11,15 @@ import typer
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from curate.builders.jobs import BuildJob
+from curate.builders.jobs import BuildJob, McqaJob, MultihopJob
+from curate.builders.mcqa import output_identity
 from curate.cli import SAMPLE_CORPUS, app
 from curate.cli.groups import SERVER_FLAGS, job_command
 from curate.flows.build import BuildParameters
 from curate.flows.curate_pipeline import PipelineParameters
 from curate.flows.export import ExportParameters
+from curate.flows.mcqa import McqaParameters
+from curate.flows.multihop import MultihopParameters
 from curate.flows.tag import TagParameters
 from curate.handoff.jobs import ExportJob, PassRateJob
 from curate.handoff.passrate import claim_record
@@ -149,3 +152,60 @@ def test_tag_llm_hands_its_tagging_options_to_the_server_config(tmp_path):
                                        str(tmp_path / "tags"), "--chat-template-kwargs", "[1]"])
     assert refused.exit_code == 2 and "must be a JSON object" in refused.output
     assert not (tmp_path / "tags").exists()
+
+
+def test_multihop_records_what_it_recorded_before_its_job(tmp_path):
+    problems = tmp_path / "gsm8k.jsonl"
+    problems.write_text('{"question": "Q", "answer": "1+1=<<1+1=2>>2\\n#### 2"}\n')
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text('{"question": "What is 1 + 1?"}\n')
+    argv = ["-i", str(problems), "-o", str(tmp_path / "mh"), "--n", "30", "--hops", "3", "--seed", "2", "--max-ratio",
+            "5", "--tries-per-link", "32", "--license", "cc-by", "--dedup", "--decontam", f"{bench}=question",
+            "--benchmarks-dir", str(tmp_path)]
+    job = job_from(MultihopJob, argv)
+    # The parameters `curate multihop` wrote into OUTPUT/.curate-output.json for these options before the job.
+    assert job.record() == {
+        "input": str(problems), "hops": "3", "n": 30, "seed": 2, "max_ratio": 5.0, "tries_per_link": 32,
+        "question_key": "question", "answer_key": "answer", "id_key": "id", "split": "train", "license": "cc-by",
+        "dedup": True, "decontam": f"{bench}=question", "benchmarks_dir": str(tmp_path),
+    }
+    # The flow's parameters are the command's options: the same job, hence the same claim.
+    flow = MultihopParameters(input=str(problems), output=str(tmp_path / "mh"), n=30, hops="3", seed=2, max_ratio=5,
+                              tries_per_link=32, license="cc-by",
+                              cleaning={"dedup": True, "decontam": f"{bench}=question", "benchmarks_dir": str(tmp_path)})
+    assert flow.job().record() == job.record()
+    assert {f.name for f in offered(MultihopJob)} - {"overwrite"} | {"cleaning"} == set(MultihopParameters.model_fields)
+    with pytest.raises(ValidationError, match="--hops '9'"):
+        MultihopParameters(input=str(problems), output="mh", hops="9")
+    missing = CliRunner().invoke(app, ["multihop", "-i", f"{tmp_path}/none/*.jsonl", "-o", str(tmp_path / "out")])
+    assert missing.exit_code == 2 and "No files found" in missing.output and not (tmp_path / "out").exists()
+
+
+def test_mcqa_records_what_it_recorded_before_its_job(tmp_path):
+    items = tmp_path / "aqua.json"
+    items.write_text('{"question": "1 + 1?", "options": ["A)2", "B)3"], "correct": "A"}\n')
+    argv = ["-i", str(items), "-i", "hf:org/mc:test", "-o", str(tmp_path / "mc"), "--limit", "5", "--reformulate",
+            "--model", "org/m", "--backend", "endpoint", "--endpoint-url", "http://llm:8000/v1", "--max-tokens", "512",
+            "--concurrency", "2", "--dedup"]
+    job = job_from(McqaJob, argv)
+    what, inputs = output_identity(job.inputs, job.format, job.limit, job.llm, **job.cleaning.arguments())
+    # The parameters `curate mcqa` wrote into OUTPUT/.curate-output.json for these options before the job.
+    assert what == {
+        "inputs": [str(items), "hf:org/mc:test"], "format": "auto", "limit": 5, "dedup": True, "decontam": None,
+        "benchmarks_dir": None, "reformulate": {
+            "backend": "endpoint", "chat_template_kwargs": None, "concurrency": 2, "device": "auto", "dp": 1,
+            "endpoint_url": "http://llm:8000/v1", "max_model_len": None, "max_tokens": 512, "model": "org/m",
+            "reasoning_parser": None, "request_timeout": 600.0, "server_args": {}, "server_start_retries": None,
+            "server_start_timeout": None, "temperature": 0.0, "tp": 1}}
+    assert inputs[1] == "hf:org/mc:test" and inputs[0][0][0] == str(items)
+    flow = McqaParameters(inputs=[str(items), "hf:org/mc:test"], output=str(tmp_path / "mc"), limit=5,
+                          reformulate=True, model="org/m", backend="endpoint", endpoint_url="http://llm:8000/v1",
+                          max_tokens=512, concurrency=2, cleaning={"dedup": True}).job()
+    assert flow.llm == job.llm and (flow.inputs, flow.cleaning) == (job.inputs, job.cleaning)
+    assert {f.name for f in offered(McqaJob)} - {"overwrite"} | {"cleaning"} == set(McqaParameters.model_fields)
+    # Refused before anything is claimed, by the command and the flow alike.
+    refused = CliRunner().invoke(app, ["mcqa", "-i", str(items), "--model", "m", "-o", str(tmp_path / "out")])
+    assert refused.exit_code == 2 and "--model applies to --reformulate only" in refused.output
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValidationError, match="needs --model"):
+        McqaParameters(inputs=[str(items)], output="out", reformulate=True)

@@ -368,9 +368,9 @@ def test_flows_take_the_executor_and_cleaning_options_their_commands_take(corpus
     assert all(Path(script).is_file() for script in submitted["scripts"])
     with pytest.raises(ParameterTypeError, match="needs --slurm-partition"):
         tag_flow(params={"input": str(corpus), "output": str(tmp_path / "tags"), "executor": {"kind": "slurm"}})
-    with pytest.raises(ParameterTypeError, match="reformulate"):
+    with pytest.raises(ParameterTypeError, match="needs --model"):
         mcqa_flow(params={"inputs": [str(shared_data / "aqua" / "dev.json")], "output": str(tmp_path / "m"),
-                          "reformulate": {"model": "m", "no_such_option": 1}})
+                          "reformulate": True})
 
     # --dedup on a multi-hop build: the report the command's summary reads is there, and counts what was read.
     multihop_flow(params={"input": str(shared_data / "gsm8k" / "test.jsonl"), "output": str(tmp_path / "mh"),
