@@ -66,11 +66,17 @@ class Builder:
 
     batch_size = 1
 
-    def decide(self, item: Any) -> Decision:
-        raise NotImplementedError(f"{type(self).__name__} decides neither one item nor a batch")
+    def __init_subclass__(cls, **kwargs):
+        # A builder that decides nothing is a mistake in its class, so it fails where the class is written, not
+        # half-way through a run.
+        super().__init_subclass__(**kwargs)
+        inherited = cls.decide_batch is Builder.decide_batch and cls.decisions is Builder.decisions
+        if inherited and not hasattr(cls, "decide"):
+            raise TypeError(f"{cls.__name__} must define decide(item), decide_batch(batch) or decisions(items)")
 
     def decide_batch(self, batch: list) -> list[Decision]:
-        """One decision per item of BATCH, in the order they are to be written (not necessarily the items')."""
+        """One decision per item of BATCH, in the order they are to be written (not necessarily the items');
+        by default `decide(item)` for each, which a subclass that decides items one at a time defines."""
         return [self.decide(item) for item in batch]
 
     def batches(self, items: Iterable) -> Iterator[list]:

@@ -153,3 +153,10 @@ def test_without_files_the_decisions_are_held(tmp_path):
     assert [r["value"] for r in out.held["train"]] == [0, 2, 4]
     assert [r["id"] for r in out.held_rejects] == ["1", "3"]
     assert _files(tmp_path) == []
+
+
+def test_a_builder_that_decides_nothing_fails_where_it_is_written():
+    with pytest.raises(TypeError, match="must define decide"):
+
+        class DecidesNothing(Builder):
+            batch_size = 4
