@@ -38,10 +38,9 @@ AFTER_A_RESULT = r"=\s*\d+(\.\d+)?\s*[,!]?\s*"
 # What may follow a verdict in its sentence: its end, or more of the verdict ("no too high", "no, close").
 VERDICT_ENDS = r"\s*([.!,;:)]|$|\n|\s+(too|close|not|wait|hmm|again|way|that|this)\b)"
 # A number alone at the start of a clause: the left side of "63 = 7 × 9" (v3's decomposition cue reads the same).
-LONE_NUMBER = (
-    r"(^|[.:;,!]\s|\b(so|since|because|and|as|target|goal|then|now|but|well|hmm|ok|okay|try|maybe|need|want)\s)"
-    r"\W*\d+\s*"
-)
+# Words after which a number opens a clause ("so 63 = ...", "hmm 99 = ..."); v8 and v9 read the same.
+CLAUSE_WORDS = "so|since|because|and|as|target|goal|then|now|but|well|hmm|ok|okay|try|maybe|need|want"
+LONE_NUMBER = rf"(^|[.:;,!]\s|\b({CLAUSE_WORDS})\s)\W*\d+\s*"
 # After "63 = 7 ×": its last part, then that part sought or built next ("9, and 9 = 3 × 3", "11, with 11 = 22 / 2",
 # "7, but 7 isn't easy from 9 and 4"), or a value required from the other numbers ("17, so I need 5 from 6 and 4").
 # The part must be the same number: "14 = 2 * 7 and 100 = 2 * 50" factors two numbers, "25 = 81 + 6², 25 = 81 + 36"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from curate.classifiers.base import register
 from curate.classifiers.cues import Cue, revise, shared_classifier
 from curate.classifiers.cues_v4 import CueClassifierV4
-from curate.classifiers.cues_v7 import CUES_V7
+from curate.classifiers.cues_v7 import CLAUSE_WORDS, CUES_V7
 
 S = "subgoal_setting"
 
@@ -49,7 +49,7 @@ REVISED: dict[str, dict] = {pattern: _guarded(pattern) for pattern in NARRATING}
 # "<think>" tag included) taken apart, ending with the part the second builds (the same number), then that part;
 # within the 160 characters `earlier` reads.
 PART_OF_THE_LAST = (
-    r"(^|[.:;,!>]\s*|\n|\b(so|since|because|and|as|target|goal|then|now|but|well|hmm|ok|okay|try|maybe|need|want)\s)"
+    rf"(^|[.:;,!>]\s*|\n|\b({CLAUSE_WORDS})\s)"
     r"\W*\d+\s*"
     r"=\s*\d+(?:\.\d+)?\s*[-+*/×÷x−]\s*(?P<part>\d+)\s*[.;!,]?\s*(?:and\s+|so\s+)?(?P=part)\s*"
 )

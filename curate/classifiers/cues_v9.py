@@ -20,7 +20,7 @@ from curate.classifiers.base import register
 from curate.classifiers.cues import Cue, shared_classifier
 from curate.classifiers.cues_v3 import NEW_ATTEMPT
 from curate.classifiers.cues_v4 import CueClassifierV4
-from curate.classifiers.cues_v7 import NUMBER_ENDS
+from curate.classifiers.cues_v7 import CLAUSE_WORDS, NUMBER_ENDS
 from curate.classifiers.cues_v8 import CUES_V8
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
@@ -30,7 +30,7 @@ VERDICT_ENDS = r"\s*([.!,;:)]|$|\n|\s+(yet|either|so|but|and|then|try|let|we|i|h
 # Before the second equation of "57 = 19*3, 19 = ...": the first, a lone number at a clause start taken apart, ending
 # with either of its parts, then that part (the same number); within the 160 characters `earlier` reads.
 A_PART_OF_THE_LAST = (
-    r"(^|[.:;,!>]\s*|\n|\b(so|since|because|and|as|target|goal|then|now|but|well|hmm|ok|okay|try|maybe|need|want|for)\s)"
+    rf"(^|[.:;,!>]\s*|\n|\b({CLAUSE_WORDS}|for)\s)"
     r"\W*\d+\s*=\s*(?P<first>\d+)\s*[-+*/×÷x−]\s*(?P<last>\d+)\s*[.;!,:]?\s*(?:and\s+|so\s+|with\s+)?"
     r"((?P=first)|(?P=last))\s*"
 )
