@@ -59,6 +59,7 @@ BUILTIN: dict[str, str] = {
     "cues_v7": "curate.classifiers.cues_v7",
     "cues_v8": "curate.classifiers.cues_v8",
     "cues_v9": "curate.classifiers.cues_v9",
+    "cues_v10": "curate.classifiers.cues_v10",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
