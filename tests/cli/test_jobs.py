@@ -7,14 +7,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import typer
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from curate.builders.jobs import BuildJob, McqaJob, MultihopJob
 from curate.builders.mcqa import output_identity
 from curate.cli import SAMPLE_CORPUS, app
-from curate.cli.groups import SERVER_FLAGS, job_command
+from curate.cli.groups import SERVER_FLAGS
 from curate.flows.build import BuildParameters
 from curate.flows.curate_pipeline import PipelineParameters
 from curate.flows.export import ExportParameters
@@ -28,21 +27,7 @@ from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, TagLLMJob, offered
 from curate.pipelines.state import folder_signature
 from curate.pipelines.tagging import llm_options
-
-
-def job_from(job_class: type, argv: list[str]):
-    """The job a command made with job_command(job_class) receives for `argv`."""
-    seen = {}
-    local = typer.Typer()
-
-    @local.command()
-    @job_command(job_class)
-    def run(job) -> None:
-        seen["job"] = job
-
-    result = CliRunner().invoke(local, argv)
-    assert result.exit_code == 0, result.output
-    return seen["job"]
+from tests.support.jobs import job_from
 
 
 def test_build_records_what_it_recorded_before_its_job(tmp_path):
