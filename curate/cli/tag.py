@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
 
-import typer
 from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import app, console
-from curate.cli.groups import input_group, job_command
-from curate.cli.options import fail, summary, tag_rows, update_rows
-from curate.pipelines.jobs import TagJob, TagLLMJob
-
-if TYPE_CHECKING:  # imported when a command runs: they import datatrove
-    from curate.pipelines.readers import InputSpec
+from curate.cli.groups import job_command
+from curate.cli.options import summary, tag_rows, update_rows
+from curate.pipelines.jobs import DistillJob, EvalGateJob, StatsJob, TagJob, TagLLMJob
 
 
 @app.command()
@@ -55,29 +49,25 @@ def tag(job: TagJob) -> None:
 
 
 @app.command()
-def stats(
-    directory: Annotated[Path, typer.Argument(help="Tags root, one classifier's shards, or a built dataset.")],
-    plot: Annotated[Path | None, typer.Option(help="Also draw prevalence and co-occurrence to this PNG.")] = None,
-) -> None:
+@job_command(StatsJob)
+def stats(job: StatsJob) -> None:
     """Prevalence, co-occurrence, count histogram and null rate per behavior (DuckDB over the shards).
 
     Example:
 
         curate stats tags/ --plot prevalence.png
     """
-    from curate.data_cards.plots import plot_prevalence
-    from curate.pipelines.query import HISTOGRAM_BUCKETS, behavior_stats, parquet_files
+    from curate.pipelines.query import HISTOGRAM_BUCKETS
+    from curate.pipelines.stats import tag_stats
 
-    if not directory.exists():
-        fail(f"{directory} does not exist")
-    if not parquet_files(directory):
-        fail(f"no parquet shards under {directory}; run `curate tag` first")
-    all_stats = behavior_stats(directory)
-    warn_unfinished(directory)
+    result = tag_stats(job)
+    for u in result.unfinished:  # figures over tags whose tasks did not all finish describe part of the corpus
+        console.print(f"[yellow]warning:[/] {u.tags_dir}: {u.unfinished} of {u.total} tagging tasks are unfinished, so "
+                      "these figures leave part of the corpus out; run the same `curate tag` command again to finish")
     # Three narrow tables, behaviors abbreviated in column headers (legend below), so that an 80-column terminal
     # shows every header and every count whole, even with counts in the millions.
     short = dict(zip(BEHAVIOR_NAMES, ("verify", "backtrack", "subgoal", "backward"), strict=True))
-    for s in all_stats:
+    for s in result.classifiers:
         table = Table(title=f"{s.classifier}: {s.documents:,} documents, {s.characters:,} characters, {s.errors:,} errors")
         for column in ["behavior", "documents", "prevalence", "mean count", "null rate"]:
             table.add_column(column, justify="left" if column == "behavior" else "right")
@@ -90,19 +80,8 @@ def stats(
         console.print(per_behavior_table("co-occurrence (documents with both)", "", short, s.cooccurrence))
         console.print(", ".join(f"{short[b]} = {b}" for b in BEHAVIOR_NAMES), soft_wrap=False)
         console.print(f"any behavior: {s.any_behavior:,}   none: {s.no_behavior:,}")
-    if plot:
-        console.print(f"plot → {plot_prevalence(all_stats, plot)}")
-
-
-def warn_unfinished(directory: Path) -> None:
-    """Figures over tags whose tasks did not all finish describe part of the corpus: say so, and how to finish."""
-    from curate.pipelines.tag import MANIFEST, unfinished_tasks
-
-    for tags_dir in [directory, *sorted(p.parent for p in directory.glob(f"*/{MANIFEST}"))]:
-        unfinished, total = unfinished_tasks(tags_dir)
-        if unfinished:
-            console.print(f"[yellow]warning:[/] {tags_dir}: {unfinished} of {total} tagging tasks are unfinished, so "
-                          "these figures leave part of the corpus out; run the same `curate tag` command again to finish")
+    if result.plot:
+        console.print(f"plot → {result.plot}")
 
 
 @app.command("tag-llm")
@@ -145,24 +124,17 @@ def llm_tag_summary(result) -> None:
 
 
 @app.command("eval-gate")
-@input_group
-def eval_gate(
-    labels: Annotated[Path, typer.Option(help="LLM tags (e.g. tags/llm_v1) to measure the gate against.")],
-    gate: Annotated[str, typer.Option(help="The cheap classifier used as the gate.")] = "cues",
-    sample: Annotated[int, typer.Option(help="LLM-labelled documents to sample.", min=1)] = 2000,
-    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
-    *,
-    corpus: InputSpec,
-) -> None:
+@job_command(EvalGateJob)
+def eval_gate(job: EvalGateJob) -> None:
     """Recall of a cascade gate against LLM labels on a sample, and the share of LLM requests it saves.
 
     Example:
 
         curate eval-gate --labels tags/llm_v1 --input 'owm/*.parquet' --gate cues --sample 5000
     """
-    from curate.pipelines.llm_tag import evaluate_gate
+    from curate.pipelines.eval_gate import evaluate_gate
 
-    report, missing = evaluate_gate(corpus, labels, gate=gate, sample=sample, seed=seed)
+    report, missing = evaluate_gate(job)
     pct = lambda v: "-" if v is None else f"{100 * v:.1f} %"
     rows = [
         ("documents compared", f"{report.documents:,}"),
@@ -172,27 +144,12 @@ def eval_gate(
         *[(f"  recall, {b}", f"{pct(r)}  (of {report.llm_positive[b]:,})") for b, r in report.recall.items()],
         ("LLM requests saved", pct(report.requests_saved)),
     ]
-    summary(f"Gate {gate} vs {labels}", rows)
+    summary(f"Gate {job.gate} vs {job.labels}", rows)
 
 
 @app.command("distill")
-@input_group(texts=True)
-def distill(
-    labels: Annotated[Path, typer.Option(help="Attribute shards to learn from (e.g. tags/cues_v6 or tags/llm_v1).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="New model directory (heads, thresholds, metrics, PR plot).")],
-    embedding_model: Annotated[str, typer.Option(help="SentenceTransformer path or name; the default is bundled (offline).")] = "all-MiniLM-L6-v2",
-    max_chunks: Annotated[int, typer.Option(help="Token windows embedded per long document, spread over it.", min=1)] = 8,
-    validation: Annotated[float, typer.Option(help="Share of documents for choosing thresholds.", min=0.05, max=0.45)] = 0.15,
-    test: Annotated[float, typer.Option(help="Share of documents held out for the report.", min=0.05, max=0.45)] = 0.15,
-    min_positives: Annotated[int, typer.Option(help="Fewer positive (or negative) training labels: no head, and a warning.", min=1)] = 5,
-    regularization: Annotated[float, typer.Option(help="Inverse L2 strength C of logistic heads; L2 alpha of MLP heads.", min=1e-6)] = 1.0,
-    head: Annotated[str, typer.Option(help="Head per behavior: logistic (linear) or mlp (one hidden layer of 256).")] = "logistic",
-    seed: Annotated[int, typer.Option(help="Seed of the train/validation/test split.")] = 0,
-    limit: Annotated[int, typer.Option(help="Use at most this many labelled documents (-1: all).")] = -1,
-    batch_size: Annotated[int, typer.Option(help="Text windows per embedding batch.", min=1)] = 64,
-    *,
-    corpus: InputSpec,
-) -> None:
+@job_command(DistillJob)
+def distill(job: DistillJob) -> None:
     """Distil a classifier's labels into heads on sentence embeddings (`distilled_v1`), for tagging at corpus scale on CPU.
 
     Examples:
@@ -205,13 +162,9 @@ def distill(
 
         curate tag-llm --gate distilled:models/distilled-cues ...   (the heads as the cascade's gate)
     """
-    from curate.pipelines.distill import train_distilled
+    from curate.pipelines.distill import distill as run_distill_job
 
-    report = train_distilled(
-        labels, corpus, output, embedding_model=embedding_model, max_chunks=max_chunks, validation=validation, test=test,
-        min_positives=min_positives, regularization=regularization, seed=seed, limit=limit, batch_size=batch_size,
-        head=head,
-    )
+    report = run_distill_job(job)
     table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
     for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
         table.add_column(column, justify="left" if column == "behavior" else "right")

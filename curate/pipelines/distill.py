@@ -31,6 +31,7 @@ from curate.classifiers.distilled import (
 from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.files import atomic_folder
+from curate.pipelines.jobs import DistillJob
 from curate.pipelines.query import parquet_files
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
@@ -340,3 +341,12 @@ def train_distilled(
         _refuse_filled(output)
     report.seconds = time.time() - started
     return report
+
+
+def distill(job: DistillJob, progress: bool = True) -> DistillReport:
+    """Runs the distill job: trains the heads on the job's labels and texts and writes them to its output."""
+    return train_distilled(
+        job.labels, job.corpus, job.output, embedding_model=job.embedding_model, max_chunks=job.max_chunks,
+        validation=job.validation, test=job.test, min_positives=job.min_positives, regularization=job.regularization,
+        seed=job.seed, limit=job.limit, batch_size=job.batch_size, progress=progress, head=job.head,
+    )

@@ -221,3 +221,48 @@ class DecontamJob:
                 "short_min_words": self.short_min_words,
                 "benchmarks_dir": None if self.benchmarks_dir is None else str(self.benchmarks_dir),
                 "id_key": self.id_key}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalGateJob:
+    """Measure a cascade gate: its recall against LLM labels on a sample, and the share of LLM requests it saves."""
+
+    labels: Path = option("LLM tags (e.g. tags/llm_v1) to measure the gate against.")
+    gate: str = option("The cheap classifier used as the gate.", default="cues")
+    sample: int = option("LLM-labelled documents to sample.", default=2000, min=1)
+    seed: int = option("Seed of the sample.", default=0)
+    corpus: InputSpec = group(INPUT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistillJob:
+    """Distil a classifier's labels (attribute shards) into heads on sentence embeddings, trained on the texts of the
+    corpus those labels were made from."""
+
+    labels: Path = option("Attribute shards to learn from (e.g. tags/cues_v6 or tags/llm_v1).")
+    output: Path = option("New model directory (heads, thresholds, metrics, PR plot).", "--output", "-o")
+    # The defaults of curate.classifiers.distilled (DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CHUNKS), written out: that
+    # module imports numpy and pyarrow, which --help must not wait for (tests/cli/test_tag_jobs.py compares them).
+    embedding_model: str = option("SentenceTransformer path or name; the default is bundled (offline).",
+                                  default="all-MiniLM-L6-v2")
+    max_chunks: int = option("Token windows embedded per long document, spread over it.", default=8, min=1)
+    validation: float = option("Share of documents for choosing thresholds.", default=0.15, min=0.05, max=0.45)
+    test: float = option("Share of documents held out for the report.", default=0.15, min=0.05, max=0.45)
+    min_positives: int = option("Fewer positive (or negative) training labels: no head, and a warning.", default=5,
+                                min=1)
+    regularization: float = option("Inverse L2 strength C of logistic heads; L2 alpha of MLP heads.", default=1.0,
+                                   min=1e-6)
+    head: str = option("Head per behavior: logistic (linear) or mlp (one hidden layer of 256).", default="logistic")
+    seed: int = option("Seed of the train/validation/test split.", default=0)
+    limit: int = option("Use at most this many labelled documents (-1: all).", default=-1)
+    batch_size: int = option("Text windows per embedding batch.", default=64, min=1)
+    # The corpus is --texts, required: the one the labels were made from.
+    corpus: InputSpec = group(INPUT, texts=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatsJob:
+    """Describe attribute shards: prevalence, co-occurrence, count histogram and null rate per behavior."""
+
+    directory: Path = option("Tags root, one classifier's shards, or a built dataset.", argument=True)
+    plot: Path | None = option("Also draw prevalence and co-occurrence to this PNG.", default=None)
