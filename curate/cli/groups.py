@@ -426,8 +426,9 @@ def job_command(job_class: type) -> Callable:
     """Makes `command(job)` a command whose options are `job_class`'s: its own fields' (help and flags from their
     metadata, in declaration order), then the panel of each of its groups (Input, Cleaning, Model server, Executor),
     built by the group decorators above with the group's settings in the job (cleaning's help, a server's config
-    and `also`, the options a group leaves out); the command is called with one `job_class(...)`, its groups
-    validated as the decorators validate them:
+    and `also`, the options a group leaves out; a server group's `judge`: the judge's flags too, whose server goes to
+    the job's `judge` field); the command is called with one `job_class(...)`, its groups validated as the
+    decorators validate them:
 
         @app.command()
         @job_command(BuildJob)
@@ -460,11 +461,17 @@ def job_command(job_class: type) -> Callable:
             inspect.Parameter(GROUP_RECEIVES[kind], inspect.Parameter.KEYWORD_ONLY, annotation=object)
             for kind in grouped
         ]
+        # A server group with `judge=True` also hands the judge's server, to the job's field `judge`.
+        judged = SERVER in grouped and grouped[SERVER].metadata["settings"].get("judge", False)
+        if judged:
+            parameters.append(inspect.Parameter("judge", inspect.Parameter.KEYWORD_ONLY, annotation=object))
 
         @functools.wraps(command)
         def run(**values):
             chosen = {f.name: values[f.name] for f in own}
             chosen |= {f.name: values[GROUP_RECEIVES[kind]] for kind, f in grouped.items()}
+            if judged:
+                chosen["judge"] = values["judge"]
             return command(job_class(**chosen))
 
         del run.__wrapped__  # the groups (and typer) read the signature below, not the command's

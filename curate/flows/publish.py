@@ -6,35 +6,26 @@ flow parameters are stored in Prefect's database and shown in its UI, so a token
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
-from curate.flows.common import cache_key
-from curate.handoff.publish import REPO_ID, UploadError, publish, validate_dataset
+from curate.flows.common import cache_key, job_model
+from curate.handoff.jobs import PublishJob
+from curate.handoff.publish import UploadError, check_publish, publish, validate_dataset
 
 UPLOAD_RETRIES = 3
 UPLOAD_RETRY_DELAYS = [10, 60, 300]
 
-
-class PublishParameters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    directory: str = Field(min_length=1, description="A built dataset: data files + README.md card.")
-    repo_id: str = Field(description="Dataset repo on the Hub, ORG/NAME.")
-    private: bool = False
-    dry_run: bool = Field(False, description="Validate and list what would be uploaded; upload nothing.")
-    include_rejects: bool = True
-    endpoint: str | None = Field(None, description="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
-    commit_message: str | None = None
-
-    @field_validator("repo_id")
-    @classmethod
-    def _repo_id(cls, value: str) -> str:
-        if not REPO_ID.match(value):
-            raise ValueError(f"repo_id {value!r} is not of the form ORG/NAME")
-        return value
+PublishParameters = job_model(
+    PublishJob,
+    """The options of `curate publish`, generated from its PublishJob.""",
+    __name__,
+    check=check_publish,
+    directory=(str, Field(min_length=1, description="A built dataset: data files + README.md card.")),
+)
 
 
 def _content_signature(directory: Path, files: list[dict]) -> list:
@@ -48,9 +39,6 @@ def _push_key(context, arguments: dict) -> str:
 
 @task(name="validate-dataset")
 def validate(params: PublishParameters) -> list[dict]:
-    from dataclasses import asdict
-
-
     plan = validate_dataset(params.directory, include_rejects=params.include_rejects)
     return [asdict(f) for f in plan.files]
 
@@ -63,8 +51,7 @@ def _worth_retrying(task, task_run, state) -> bool:
       retry_condition_fn=_worth_retrying, cache_key_fn=_push_key, persist_result=True)
 def push(params: PublishParameters, files: list[dict]) -> dict:
     """Validates again (the directory may have changed since) and uploads one commit."""
-    result = publish(params.directory, params.repo_id, private=params.private, include_rejects=params.include_rejects,
-                     endpoint=params.endpoint, commit_message=params.commit_message)
+    result = publish(params.job())
     return {"repo_id": result.repo_id, "commit_url": result.commit_url, "files": len(result.plan.files),
             "bytes": result.plan.total_bytes, "deleted": result.deleted}
 

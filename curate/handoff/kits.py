@@ -27,7 +27,9 @@ import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 from curate.files import atomic_path
-from curate.handoff.export import ExportError, ExportResult, run_export
+from curate.handoff.export import ExportError, ExportResult, output_identity, run_export
+from curate.handoff.jobs import HandoffJob
+from curate.pipelines.state import write_once
 from curate.rewards import REWARD_PATH, REWARDS
 
 TRAINERS = ("verl", "trl")
@@ -71,13 +73,29 @@ def _write(path: Path, text: str, executable: bool = False) -> Path:
     return path
 
 
-def run_handoff(dataset: str | Path, trainer: str, output: str | Path, instruction: str | None = None,
-                system: str | None = None, progress: bool = True) -> HandoffResult:
+def check_handoff(dataset: str | Path, trainer: str, output: str | Path) -> None:
+    """An unknown trainer, or the dataset itself as the kit's folder, fail here, before the output is claimed."""
     if trainer not in TRAINERS:
         raise HandoffError(f"unknown trainer {trainer!r}; choose one of {', '.join(TRAINERS)}")
-    output = Path(output)
-    if output.resolve() == Path(dataset).resolve():
+    if Path(output).resolve() == Path(dataset).resolve():
         raise HandoffError("the output must not be the dataset itself")
+
+
+def handoff(job: HandoffJob, progress: bool = True) -> HandoffResult | None:
+    """Runs `curate handoff`: claims the kit's folder with the identity of the exports it is made of (the dataset's
+    files, the trainer, the prompt options; None when it is up to date), then writes the kit. A failed kit in a new
+    folder leaves nothing behind (nothing there is worth resuming)."""
+    check_handoff(job.dataset, job.trainer, job.output)
+    what, inputs = output_identity(job.dataset, job.trainer, job.instruction, job.system)
+    return write_once(job.output, "handoff", what, lambda: run_handoff(
+        job.dataset, job.trainer, job.output, instruction=job.instruction, system=job.system, progress=progress),
+        inputs=inputs, overwrite=job.overwrite, abandon=True)
+
+
+def run_handoff(dataset: str | Path, trainer: str, output: str | Path, instruction: str | None = None,
+                system: str | None = None, progress: bool = True) -> HandoffResult:
+    check_handoff(dataset, trainer, output)
+    output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     result = HandoffResult(output=output, trainer=trainer)
     parts = [("rl", "verl")] if trainer == "verl" else [("rl", "trl"), ("sft", "sft")]

@@ -44,6 +44,7 @@ from curate.classifiers import get_classifier, resolve_name
 from curate.data_cards.plots import plot_behaviors_over_steps
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
+from curate.handoff.jobs import PolicyAuditJob
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
 from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
@@ -437,3 +438,16 @@ its folder.
 {table}
 """)
     return SweepResult(output=output, steps=steps, audits=audits)
+
+
+def audit_policy(job: PolicyAuditJob, progress: bool = True) -> PolicyAuditResult | SweepResult:
+    """Runs `curate audit-policy`: one audit of the policy `job.model`, or with `job.checkpoints` a sweep over the
+    checkpoints of a training run. The prompts come from `job.task`, else `job.dataset`, else Countdown."""
+    if (job.model is None) == (job.checkpoints is None):
+        raise PolicyAuditError("give the policy as --model M, or a training run's checkpoints as --checkpoints "
+                               "'ckpts/step_*'")
+    audit = {"task": job.task or (None if job.dataset else "countdown"), "dataset": job.dataset, "n": job.n,
+             "seed": job.seed, "classifier": job.classifier, "judge": job.judge, "progress": progress}
+    if job.checkpoints is not None:
+        return run_checkpoint_sweep(job.checkpoints, job.output, job.server, **audit)
+    return run_policy_audit(job.output, job.server, **audit)

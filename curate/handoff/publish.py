@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from curate.data_cards.cards import size_category
 from curate.errors import CurateError
 from curate.files import PARTIAL, write_text_atomic
+from curate.handoff.jobs import PublishJob
 from curate.pipelines.state import STATE
 
 README = "README.md"
@@ -43,6 +44,10 @@ class InvalidDatasetError(CurateError, ValueError):
     def __init__(self, directory: Path, problems: list[str]):
         self.problems = problems
         super().__init__(f"{directory} cannot be published:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class RepoIdError(CurateError, ValueError):
+    """The Hub repo is not named ORG/NAME."""
 
 
 class UploadError(CurateError, RuntimeError):
@@ -260,46 +265,44 @@ def _redact(message: str, token: str) -> str:
     return message.replace(token, "***") if token else message
 
 
-def publish(
-    directory: str | Path,
-    repo_id: str,
-    private: bool = False,
-    dry_run: bool = False,
-    include_rejects: bool = True,
-    endpoint: str | None = None,
-    commit_message: str | None = None,
-) -> PublishResult:
-    """Validates, then (unless dry_run) uploads the dataset as one commit to the dataset repo `repo_id`.
+def check_publish(job: PublishJob) -> None:
+    """A repo not named ORG/NAME fails here, before the dataset is read (the publish flow checks its parameters so)."""
+    if not REPO_ID.match(job.repo_id):
+        raise RepoIdError(f"--repo-id {job.repo_id!r} is not of the form ORG/NAME")
+
+
+def publish(job: PublishJob) -> PublishResult:
+    """Runs `curate publish` and the publish flow's push: validates the dataset, then (unless dry_run) uploads it as
+    one commit to the dataset repo `repo_id`.
 
     Remote files under the folders being uploaded (data/, rejects/) that the new version does not have are
     deleted in the same commit, so a rebuilt dataset never mixes old shards into its splits."""
-    if not REPO_ID.match(repo_id):
-        raise ValueError(f"--repo-id {repo_id!r} is not of the form ORG/NAME")
-    plan = validate_dataset(directory, include_rejects=include_rejects)
-    result = PublishResult(repo_id=repo_id, private=private, dry_run=dry_run, plan=plan)
-    if dry_run:
+    check_publish(job)
+    plan = validate_dataset(job.directory, include_rejects=job.include_rejects)
+    result = PublishResult(repo_id=job.repo_id, private=job.private, dry_run=job.dry_run, plan=plan)
+    if job.dry_run:
         return result
 
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
     token = _token()
-    api = HfApi(endpoint=endpoint, token=token)
+    api = HfApi(endpoint=job.endpoint, token=token)
     uploading = {f.path_in_repo for f in plan.files}
     folders = {f.split("/", 1)[0] for f in uploading if "/" in f}
     try:
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        remote = api.list_repo_files(repo_id, repo_type="dataset")
+        api.create_repo(job.repo_id, repo_type="dataset", private=job.private, exist_ok=True)
+        remote = api.list_repo_files(job.repo_id, repo_type="dataset")
         stale = sorted(f for f in remote if f.split("/", 1)[0] in folders and "/" in f and f not in uploading)
         operations = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(plan.directory / f.path_in_repo))
                       for f in plan.files]
         operations += [CommitOperationDelete(path_in_repo=f) for f in stale]
         info = api.create_commit(
-            repo_id, operations, repo_type="dataset",
-            commit_message=commit_message or f"curate publish: {len(plan.files)} files",
+            job.repo_id, operations, repo_type="dataset",
+            commit_message=job.commit_message or f"curate publish: {len(plan.files)} files",
         )
     except Exception as error:  # noqa: BLE001 - network, HTTP and Hub errors all end the same way: nothing published
         raise UploadError(
-            f"upload to {repo_id} at {api.endpoint} failed; nothing was changed locally. "
+            f"upload to {job.repo_id} at {api.endpoint} failed; nothing was changed locally. "
             f"{type(error).__name__}: {_redact(str(error), token)}",
             transient=_is_transient(error),
         ) from None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import DatasetCard
 
+from curate.handoff.jobs import PublishJob
 from curate.handoff.publish import InvalidDatasetError, UploadError, publish, validate_dataset
 from tests.support.hub import StandInHub, TOKEN, make_dataset
 
@@ -95,7 +96,7 @@ def test_dry_run_lists_files_and_needs_no_token_or_network(tmp_path, monkeypatch
     monkeypatch.delenv("HF_TOKEN", raising=False)
     directory = make_dataset(tmp_path / "ds")
     before = snapshot(directory)
-    result = publish(directory, "my-org/ds", dry_run=True, endpoint="http://127.0.0.1:9")
+    result = publish(PublishJob(directory=directory, repo_id="my-org/ds", dry_run=True, endpoint="http://127.0.0.1:9"))
     assert result.dry_run and result.commit_url is None
     assert len(result.plan.files) == 5 and result.plan.total_bytes == sum(
         (directory / f.path_in_repo).stat().st_size for f in result.plan.files)
@@ -118,7 +119,7 @@ def test_dry_run_through_the_cli(tmp_path):
 def test_upload_to_the_stand_in_hub_then_republish_drops_stale_shards(tmp_path, monkeypatch, hub):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     directory = make_dataset(tmp_path / "ds")
-    result = publish(directory, "my-org/ds", private=True, endpoint=hub.endpoint)
+    result = publish(PublishJob(directory=directory, repo_id="my-org/ds", private=True, endpoint=hub.endpoint))
     stored = hub.repos["my-org/ds"]
     assert hub.private["my-org/ds"] is True
     assert set(stored) == {".gitattributes", "README.md", "data/train-00000.parquet", "data/train-00001.parquet",
@@ -133,7 +134,7 @@ def test_upload_to_the_stand_in_hub_then_republish_drops_stale_shards(tmp_path, 
     # A rebuild with one shard: the repo must not keep the old second shard in its train split.
     (directory / "data" / "train-00001.parquet").unlink()
     (directory / "README.md").write_text((directory / "README.md").read_text())
-    result = publish(directory, "my-org/ds", endpoint=hub.endpoint)
+    result = publish(PublishJob(directory=directory, repo_id="my-org/ds", endpoint=hub.endpoint))
     assert result.deleted == ["data/train-00001.parquet"]
     assert "data/train-00001.parquet" not in hub.repos["my-org/ds"]
 
@@ -152,7 +153,7 @@ def test_unreachable_hub_fails_cleanly_and_changes_nothing(tmp_path, monkeypatch
     directory = make_dataset(tmp_path / "ds")
     before = snapshot(directory)
     with pytest.raises(UploadError) as raised:
-        publish(directory, "my-org/ds", endpoint=f"http://127.0.0.1:{_closed_port()}")
+        publish(PublishJob(directory=directory, repo_id="my-org/ds", endpoint=f"http://127.0.0.1:{_closed_port()}"))
     assert "nothing was changed locally" in str(raised.value) and raised.value.transient
     assert TOKEN not in str(raised.value)
     assert snapshot(directory) == before
@@ -162,12 +163,12 @@ def test_refused_upload_is_not_transient_and_missing_token_is_clear(tmp_path, mo
     directory = make_dataset(tmp_path / "ds")
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(UploadError, match="HF_TOKEN is not set"):
-        publish(directory, "my-org/ds", endpoint=hub.endpoint)
+        publish(PublishJob(directory=directory, repo_id="my-org/ds", endpoint=hub.endpoint))
     assert hub.requests == []
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     hub.failures["/api/repos/create"] = [403]
     with pytest.raises(UploadError) as raised:
-        publish(directory, "my-org/ds", endpoint=hub.endpoint)
+        publish(PublishJob(directory=directory, repo_id="my-org/ds", endpoint=hub.endpoint))
     assert not raised.value.transient and TOKEN not in str(raised.value)
     assert not (directory / ".curate" / "published.json").exists()
 
