@@ -167,5 +167,3 @@ def sampling_config(**fields):
 
     return SamplingOptions(**fields)
 
-
-SystemOption = Annotated[str | None, typer.Option(help="System message before every prompt.")]
