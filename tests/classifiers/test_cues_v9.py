@@ -3,7 +3,7 @@ the look-alikes they must not read, and the version rule: v9 is v8 plus its addi
 
 import pytest
 
-from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers import get_classifier
 from curate.classifiers.cues_v8 import CUES_V8
 from curate.classifiers.cues_v9 import ADDED, CUES_V9
 from tests.support.cue_checks import B, C, S, V, assert_countdown_targets, present
@@ -48,10 +48,3 @@ def test_v9_is_v8_plus_its_additions():
 def test_countdown_targets_still_hold(v9):
     assert_countdown_targets(v9)
 
-
-def test_cues_names_v9():
-    """'cues' resolves to cues_v9, above cues_v8 on round 10 (by one trace) and equal on round 5 (README); older
-    versions keep their names and output."""
-    assert resolve_name("cues") == ("cues_v9", None)
-    assert get_classifier("cues").name == "cues_v9"
-    assert [resolve_name(f"cues_v{n}")[0] for n in range(1, 10)] == [f"cues_v{n}" for n in range(1, 10)]
