@@ -33,7 +33,7 @@ from spacy.tokens import Doc, Span
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, register
-from curate.classifiers.prefilter import Context, Prefilter
+from curate.classifiers.prefilter import Context, Prefilter, Selection
 from curate.schema import Evidence, Labels
 
 # spaCy refuses documents above nlp.max_length; long ones are cut at newlines into pieces of
@@ -531,28 +531,29 @@ class CueClassifier(Classifier):
         return tuple(hashes[word] for word in phrase)
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
-        # (text, offset of the piece in it, the piece, the places a match may count at as offsets into the text or
-        # None for all of them)
-        pieces: list[tuple[int, int, str, set[tuple[int, int]] | None]] = []
+        # (text, offset of the piece in it, the piece, the prefilter's selection of its chunk or None, the piece's
+        # offset in that chunk)
+        pieces: list[tuple[int, int, str, Selection | None, int]] = []
         for t, text in enumerate(texts):
             for offset, chunk in _chunks(text):
                 if self.prefilter is None:
-                    pieces.append((t, offset, chunk, None))
+                    pieces.append((t, offset, chunk, None, 0))
                     continue
                 selection = self.prefilter.select(chunk)
-                allowed = None if selection.allowed is None else {(i, offset + at) for i, at in selection.allowed}
-                pieces.extend((t, offset + begin, chunk[begin:end], allowed) for begin, end in selection.regions)
+                pieces.extend(
+                    (t, offset + begin, chunk[begin:end], selection, begin) for begin, end in selection.regions
+                )
         hits: list[dict[str, dict[int, tuple[int, int]]]] = [
             {b: {} for b in BEHAVIOR_NAMES} for _ in texts
         ]
-        docs = self.nlp.pipe((chunk for _, _, chunk, _ in pieces), batch_size=self.batch_size)
-        for (t, offset, chunk, allowed), doc in zip(pieces, docs):
+        docs = self.nlp.pipe((chunk for _, _, chunk, _, _ in pieces), batch_size=self.batch_size)
+        for (t, offset, chunk, selection, base), doc in zip(pieces, docs):
             matches = self._matches(doc)
-            if allowed is not None:
-                # A match the prefilter found no place for is one the whole text would not count: its line may be
-                # cut here, so its context in this piece is not the whole text's.
+            if selection is not None and matches:
+                # A match the prefilter does not count is one the whole text would not count: it lies in a margin,
+                # whose line may be cut here, or its cue has no place on its line.
                 index, strings = self.index, self.nlp.vocab.strings
-                matches = [m for m in matches if (index[strings[m[0]]], offset + doc[m[1]].idx) in allowed]
+                matches = [m for m in matches if selection.counts(index[strings[m[0]]], base + doc[m[1]].idx)]
             if not matches:
                 continue
             # Only a document with a match needs its sentences: most have none, and for a short one marking

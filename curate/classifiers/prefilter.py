@@ -3,7 +3,7 @@
 Most lines of a corpus hold no cue that the engine would count, yet tokenizing them was most of the tagging time. For
 each cue the prefilter derives, from the cue alone, conditions that every match the engine counts must meet, checks
 them on the raw text and names the places that meet them all; the engine then tokenizes only the lines holding such
-a place (with the context its rules read) and counts only matches that start at one (`Selection.allowed`).
+a place (with the context its rules read) and counts only matches that start on such a line (`Selection.counts`).
 
 The conditions are necessary, never sufficient; each follows from how spaCy's tokenizer and the engine work:
 
@@ -29,19 +29,27 @@ gets the same tokens as the whole text, and a kept line inside it the same sente
 holds the line break before it (or begins at that line). Around each kept line a region adds the context the rules
 read: at least `earlier_chars` before the line where a cue reads `earlier`, and after it three whole runs (the "next
 three words" rules) and `later_chars` where a cue reads `later`. Regions that touch are merged, so no kept line is
-ever cut by a neighbour's margin. A match in a region that does not start at an allowed place is one the whole text
+ever cut by a neighbour's margin. A match that starts in a margin, on a line that was not kept, is one the whole text
 would not count either, and the engine skips it: its line may be cut, so its context in the region is not the whole
-text's.
+text's. On a kept line, a match of a cue whose rules read no further than the line's margins gets the same tokens,
+sentence and context as in the whole text, hence the same verdict: once a line is kept, only the cues that would widen
+its margins are still checked there, and a cue found at no place of the line keeps its matches there uncounted.
+
+Checking the context is most of the prefilter's time, so the checks are ordered by cost: for `before` and `earlier`,
+first the one character their match must end with, derived from the rule's parsed form (`last_visible_class`), then
+the search; a rule that several cues of one pattern share is checked once per place.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
+from re import _constants as sre  # the parsed form of a rule, to derive the character its match must end with
+from re import _parser as sre_parser
 from typing import Protocol
 
 # How often a word is guessed to occur, to pick the word a cue is looked up by: common words and short strings are
@@ -179,6 +187,100 @@ def _reads_behind(pattern: str | None) -> bool:
     return pattern is not None and "(?<" in pattern
 
 
+# Character classes of the parsed categories a rule's last visible character may be in; any other category (\W, \S)
+# may be anything.
+_CATEGORY_CLASS = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_WORD: r"\w"}
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+
+def last_visible_class(pattern: str) -> re.Pattern | None:
+    """For a rule the engine reads as `(?:pattern)\\s*\\Z` (`before`, `earlier`): a character class that the last
+    non-whitespace character before the place it is read at must be in, or None where none can be derived (the rule
+    may match only whitespace, or end with a character the analysis does not bound).
+
+    Checking one character is a necessary condition, and far cheaper than the search, which tries every start in a
+    window of 160 characters: most places of a math text (each "=", each "no") fail it at once."""
+    parsed = sre_parser.parse(pattern, re.IGNORECASE)
+    groups = _groups_of(parsed, {})
+    chars, blank = _last_visible(parsed, groups)
+    if chars is None or blank:
+        return None
+    return re.compile("[" + "".join(sorted(chars)) + "]", re.IGNORECASE)
+
+
+def _groups_of(items, out: dict) -> dict:
+    """Each numbered group of a parsed rule -> its parsed body (what a backreference to it matches)."""
+    for op, arg in items:
+        if op is sre.SUBPATTERN:
+            if arg[0] is not None:
+                out[arg[0]] = arg[-1]
+            _groups_of(arg[-1], out)
+        elif op in _REPEATS:
+            _groups_of(arg[-1], out)
+        elif op is sre.BRANCH:
+            for alternative in arg[1]:
+                _groups_of(alternative, out)
+        elif op is sre.ATOMIC_GROUP:
+            _groups_of(arg, out)
+    return out
+
+
+def _last_visible(items, groups: dict) -> tuple[set[str] | None, bool]:
+    """For a parsed sequence: the class items its match's last non-whitespace character may be (None: anything), and
+    whether its match may hold no such character (then what comes before it decides)."""
+    chars: set[str] = set()
+    for op, arg in reversed(list(items)):
+        found, blank = _last_visible_of(op, arg, groups)
+        if found is None:
+            return None, True
+        chars |= found
+        if not blank:
+            return chars, False
+    return chars, True
+
+
+def _last_visible_of(op, arg, groups: dict) -> tuple[set[str] | None, bool]:
+    if op is sre.LITERAL:
+        return (set(), True) if chr(arg).isspace() else ({re.escape(chr(arg))}, False)
+    if op is sre.IN:
+        chars: set[str] = set()
+        blank = False
+        for item, value in arg:
+            if (item is sre.LITERAL and chr(value).isspace()) or (item is sre.CATEGORY and value is sre.CATEGORY_SPACE):
+                blank = True
+            elif item is sre.LITERAL:
+                chars.add(re.escape(chr(value)))
+            elif item is sre.RANGE and not any(chr(c).isspace() for c in range(value[0], value[1] + 1)):
+                chars.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+            elif item is sre.CATEGORY and value in _CATEGORY_CLASS:
+                chars.add(_CATEGORY_CLASS[value])
+            else:  # a negated class, a range holding whitespace, \W, \S
+                return None, True
+        return chars, blank
+    if op in _REPEATS:
+        low, _, body = arg
+        chars, blank = _last_visible(body, groups)
+        return chars, blank or low == 0
+    if op is sre.SUBPATTERN:
+        return _last_visible(arg[-1], groups)
+    if op is sre.ATOMIC_GROUP:
+        return _last_visible(arg, groups)
+    if op is sre.BRANCH:
+        chars, blank = set(), False
+        for alternative in arg[1]:
+            found, may = _last_visible(alternative, groups)
+            if found is None:
+                return None, True
+            chars |= found
+            blank = blank or may
+        return chars, blank
+    if op is sre.GROUPREF and arg in groups:
+        return _last_visible(groups[arg], groups)
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):  # zero width: the characters before decide
+        return set(), True
+    return None, True  # any character (.), a negated literal, a conditional group
+
+
 @dataclass
 class _Cue:
     index: int
@@ -191,6 +293,10 @@ class _Cue:
     earlier: re.Pattern | None
     later: re.Pattern | None
     necessary: re.Pattern | None
+    # The class the last non-whitespace character before the match must be in for `before` / `earlier` to hold
+    # (last_visible_class), or None.
+    before_ends: re.Pattern | None
+    earlier_ends: re.Pattern | None
     others: list[frozenset[str]]  # the required words' alternatives but the one the cue is looked up by
     margin_before: int
     margin_after: int
@@ -199,11 +305,29 @@ class _Cue:
 
 @dataclass
 class Selection:
-    """regions: sorted, disjoint (start, end) ranges of the text to tokenize; allowed: (cue index, start) of every
-    place a counted match may start, as offsets into the text."""
+    """regions: sorted, disjoint (start, end) ranges of the text to tokenize; lines: (start, end, before, after) of
+    each kept line, sorted, with the margins its region holds before and after it (None: the whole text is kept and
+    every match counts); margins: each cue's (before, after), what its rules read beyond a match's line."""
 
     regions: list[tuple[int, int]]
-    allowed: set[tuple[int, int]] | None  # None: the whole text, every match counts
+    lines: list[tuple[int, int, int, int]] | None
+    margins: Sequence[tuple[int, int]] = ()
+
+    def __post_init__(self):
+        self._starts = [line[0] for line in self.lines] if self.lines else []
+
+    def counts(self, cue: int, at: int) -> bool:
+        """Whether the engine counts a match of cue `cue` that starts at `at` as the whole text would: it starts on a
+        kept line whose region holds all its rules read. Other matches lie in a margin, where their own context may
+        be cut, or belong to a cue that the prefilter found no place for on that line."""
+        if self.lines is None:
+            return True
+        i = bisect_right(self._starts, at) - 1
+        if i < 0:
+            return False
+        _, end, before, after = self.lines[i]
+        need_before, need_after = self.margins[cue]
+        return at < end and need_before <= before and need_after <= after
 
 
 class Prefilter:
@@ -243,6 +367,11 @@ class Prefilter:
                     by_word.setdefault(word, []).append(group_of[cue.pattern])
             self.groups[group_of[cue.pattern]][2].append(compiled)
         self.by_word = {word: tuple(groups) for word, groups in by_word.items()}
+        self.margins = [(cue.margin_before, cue.margin_after) for cue in self.cues]
+        # The margins a line kept for every cue gets: no check on it can widen them.
+        self.widest = (max(m[0] for m in self.margins), max(m[1] for m in self.margins)) if self.margins else (0, 0)
+        # The order groups are tried on a line: those with a cue that needs no check first, then the rest.
+        self.first = [0 if any(c.unchecked for c in members) else 1 for _, _, members in self.groups]
         self.leading = frozenset(self.by_word)
         # Every word of every cue's required words; at every position of a run, the longest of them, and with it the
         # words inside it ("the" in "then", "check" in "rechecked"), so overlapping words are all seen.
@@ -253,9 +382,17 @@ class Prefilter:
             for w in self.words
         }
         self._words_in: dict[str, tuple[frozenset[str], frozenset[int]]] = {}
-        self.ends = re.compile("[" + "".join(re.escape(c) for c in sorted(context.sentence_end_chars)) + "]")
-        # A character class of all of them is slow; most texts are ASCII and need only these.
-        self.ascii_ends = re.compile("[" + "".join(re.escape(c) for c in sorted(context.sentence_end_chars) if c.isascii()) + "]")
+        def char_class(chars: Iterable[str]) -> re.Pattern:
+            return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + "]")
+
+        # A character class is searched fast only if all its characters lie in the Basic Multilingual Plane; one that
+        # also holds characters beyond it is tried character by character, several times slower (most texts are
+        # ASCII and need only the ASCII ones).
+        end_chars = set(context.sentence_end_chars)
+        self.ascii_ends = char_class(c for c in end_chars if c.isascii())
+        self.plane_ends = char_class(c for c in end_chars if ord(c) <= 0xFFFF)
+        astral = [c for c in end_chars if ord(c) > 0xFFFF]
+        self.astral_ends = char_class(astral) if astral else None
         self.openers = frozenset(context.openers)
         # An exception made only of words that may stand before a sentence-opening cue may stand there too.
         self.opening_runs = frozenset(
@@ -312,6 +449,8 @@ class Prefilter:
             earlier=compiled(cue.earlier, anchored=True),
             later=compiled(cue.later),
             necessary=re.compile(necessary) if necessary else None,
+            before_ends=last_visible_class(cue.before) if cue.before and not _reads_behind(cue.before) else None,
+            earlier_ends=last_visible_class(cue.earlier) if cue.earlier and not _reads_behind(cue.earlier) else None,
             others=[frozenset(slot) for slot in required_slots(cue.pattern)[1:]],
             margin_before=self.context.earlier_chars if cue.earlier else 0,
             margin_after=self.context.later_chars if cue.later else 0,
@@ -342,8 +481,8 @@ class Prefilter:
         starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text) if m.end() < len(text)]
         ends: list[int] | None = None  # the sentence-final characters' places, found once a line needs them
         n = len(text)
-        words_in, groups, compiled = self._words_in, self.groups, self._compiled
-        allowed: set[tuple[int, int]] = set()
+        words_in, groups, compiled, first = self._words_in, self.groups, self._compiled, self.first
+        widest = self.widest
         kept: list[tuple[int, int, int]] = []
         for line, begin in enumerate(starts):
             end = starts[line + 1] if line + 1 < len(starts) else n
@@ -360,26 +499,44 @@ class Prefilter:
                     looked_up |= found[1]
             if not looked_up:
                 continue
+            # Once the line is kept, a cue whose rules read no further than the line's margins needs no check: the
+            # engine counts its matches on the line as the whole text does (Selection.counts). Groups with a cue
+            # that needs none go first, so that most kept lines are known at their first match.
             before = after = -1
-            for group in looked_up:
+            for group in sorted(looked_up, key=first.__getitem__) if len(looked_up) > 1 else looked_up:
                 pattern, others, members = groups[group]
-                if not _holds_all(present, others):
+                pending = [c for c in members if c.margin_before > before or c.margin_after > after]
+                if not pending or not _holds_all(present, others):
                     continue
                 regex = compiled.get(group)
                 if regex is None:
                     regex = compiled[group] = re.compile(pattern)
                 position = begin
-                while (match := regex.search(lowered, position, end)) is not None:
+                while pending and (match := regex.search(lowered, position, end)) is not None:
                     position = match.start() + 1
                     if ends is None:
-                        ends = [m.start() for m in (self.ascii_ends if text.isascii() else self.ends).finditer(text)]
-                    for cue in members:
-                        if cue.unchecked or self._may_count(cue, text, match, begin, end, starts, line, ends):
-                            allowed.add((cue.index, match.start()))
+                        ends = self._sentence_end_places(text)
+                    known: dict = {}
+                    for cue in pending:
+                        if cue.unchecked or self._may_count(cue, text, match, begin, end, starts, line, ends, known):
                             before, after = max(before, cue.margin_before), max(after, cue.margin_after)
+                    pending = [c for c in pending if c.margin_before > before or c.margin_after > after]
+                if before == widest[0] and after == widest[1]:
+                    break
             if before >= 0:
                 kept.append((line, before, after))
-        return Selection(self._regions(text, starts, kept), allowed)
+        lines = [(starts[line], starts[line + 1] if line + 1 < len(starts) else n, before, after)
+                 for line, before, after in kept]
+        return Selection(self._regions(text, starts, kept), lines, self.margins)
+
+    def _sentence_end_places(self, text: str) -> list[int]:
+        """The places of the text's sentence-final characters, in order."""
+        if text.isascii():
+            return [m.start() for m in self.ascii_ends.finditer(text)]
+        ends = [m.start() for m in self.plane_ends.finditer(text)]
+        if self.astral_ends is not None and max(text) > "\uffff":
+            ends = sorted(ends + [m.start() for m in self.astral_ends.finditer(text)])
+        return ends
 
     # Distinct runs remembered at most; the cache is emptied when full, so memory stays flat on any corpus.
     CACHE_RUNS = 200_000
@@ -396,40 +553,96 @@ class Prefilter:
         return found
 
     def _may_count(self, cue: _Cue, text: str, match: re.Match, begin: int, end: int, starts: list[int], line: int,
-                   ends: list[int]) -> bool:
-        """Whether the engine may count a match of `cue` that starts where `match` does, in the line [begin, end)."""
+                   ends: list[int], found: dict) -> bool:
+        """Whether the engine may count a match of `cue` that starts where `match` does, in the line [begin, end).
+
+        `found` holds what was worked out for this match already: the cues of a group often share a rule (a verdict
+        and the failed attempt it also is, a subgoal and the backward chaining it also is), which is checked once."""
         start = match.start()
         if cue.necessary is not None and not cue.necessary.match(text, start):
             return False
-        if cue.earlier is not None and not cue.earlier.search(text[max(0, start - self.context.earlier_chars) : start]):
-            return False
+        # One character first: most places fail there, before any search.
+        if cue.earlier_ends is not None or cue.before_ends is not None:
+            last = found.get("last")
+            if last is None:
+                last = found["last"] = self._last_visible(text, start)
+            if cue.earlier_ends is not None and (
+                last < max(0, start - self.context.earlier_chars) or not cue.earlier_ends.match(text, last)
+            ):
+                return False
+            if cue.before_ends is not None and (
+                last < max(begin, start - self.context.before_chars) or not cue.before_ends.match(text, last)
+            ):
+                return False
+        if cue.earlier is not None:
+            key = ("earlier", cue.earlier)
+            held = found.get(key)
+            if held is None:
+                window = text[max(0, start - self.context.earlier_chars) : start]
+                held = found[key] = cue.earlier.search(window) is not None
+            if not held:
+                return False
         if cue.sentence_start or cue.before is not None:
-            latest, windows = self._sentence_starts(text, start, begin, ends)
-            if cue.sentence_start and not self._opening(text[latest:start]):
-                return False
-            if cue.before is not None and not any(cue.before.search(text[w:start]) for w in windows):
-                return False
+            sentence_starts = found.get("starts")
+            if sentence_starts is None:
+                sentence_starts = found["starts"] = self._sentence_starts(text, start, begin, ends)
+            latest, windows = sentence_starts
+            if cue.sentence_start:
+                opening = found.get("opening")
+                if opening is None:
+                    opening = found["opening"] = self._opening(text[latest:start])
+                if not opening:
+                    return False
+            if cue.before is not None:
+                key = ("before", cue.before)
+                held = found.get(key)
+                if held is None:
+                    held = found[key] = any(cue.before.search(text[w:start]) for w in windows)
+                if not held:
+                    return False
         if cue.then is not None or cue.later is not None:
-            closes = self._sentence_ends(text, start, end, starts, line, ends)
+            closes = found.get("closes")
+            if closes is None:
+                closes = found["closes"] = self._sentence_ends(text, start, end, starts, line, ends)
             if cue.then is not None:
-                if cue.exact_end:
-                    finishes = [match.end()]
-                elif cue.last_num:
-                    # The last token starts where the regex's last word does and ends inside that run.
-                    first = match.start("last")
-                    space = _SPACE.search(text, first, end)
-                    finishes = list(range(first + 1, (space.start() if space else end) + 1))
-                else:
-                    finishes = []
-                if finishes and not any(
-                    cue.then.match(text, min(finish, close), close) for close in closes for finish in finishes
-                ):
+                key = ("then", cue.then)
+                held = found.get(key)
+                if held is None:
+                    held = found[key] = self._then_holds(cue, text, match, end, closes)
+                if not held:
                     return False
             if cue.later is not None:
-                reach = self.context.later_chars
-                if not any(cue.later.match(text[close : close + reach]) for close in closes):
+                key = ("later", cue.later)
+                held = found.get(key)
+                if held is None:
+                    reach = self.context.later_chars
+                    held = found[key] = any(cue.later.match(text[close : close + reach]) for close in closes)
+                if not held:
                     return False
         return True
+
+    @staticmethod
+    def _then_holds(cue: _Cue, text: str, match: re.Match, end: int, closes: list[int]) -> bool:
+        """Whether `then` may hold after the match, at some place the match may end and its sentence may close (cues of
+        one group share a pattern, so where the match may end is the same for all of them)."""
+        if cue.exact_end:
+            finishes = [match.end()]
+        elif cue.last_num:
+            # The last token starts where the regex's last word does and ends inside that run.
+            first = match.start("last")
+            space = _SPACE.search(text, first, end)
+            finishes = list(range(first + 1, (space.start() if space else end) + 1))
+        else:
+            return True
+        return any(cue.then.match(text, min(finish, close), close) for close in closes for finish in finishes)
+
+    @staticmethod
+    def _last_visible(text: str, start: int) -> int:
+        """The place of the last non-whitespace character before `start`, or -1."""
+        position = start - 1
+        while position >= 0 and text[position].isspace():
+            position -= 1
+        return position
 
     def _sentence_starts(self, text: str, start: int, begin: int, ends: list[int]) -> tuple[int, list[int]]:
         """Where the sentence holding a match at `start`, in a line that starts at `begin`, may start: the latest such
