@@ -60,6 +60,7 @@ BUILTIN: dict[str, str] = {
     "cues_v8": "curate.classifiers.cues_v8",
     "cues_v9": "curate.classifiers.cues_v9",
     "cues_v10": "curate.classifiers.cues_v10",
+    "cues_v11": "curate.classifiers.cues_v11",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
