@@ -4,7 +4,7 @@ rule: v10 is v9 plus its additions."""
 
 import pytest
 
-from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers import get_classifier
 from curate.classifiers.cues_v9 import CUES_V9
 from curate.classifiers.cues_v10 import ADDED, CUES_V10
 from tests.support.cue_checks import B, C, S, V, assert_countdown_targets, present
@@ -53,10 +53,3 @@ def test_v10_is_v9_plus_its_additions():
 def test_countdown_targets_still_hold(v10):
     assert_countdown_targets(v10)
 
-
-def test_cues_names_v10():
-    """'cues' resolves to cues_v10, above cues_v9 on round 11 (0.77 against 0.75) and equal on round 5 (README);
-    older versions keep their names and output."""
-    assert resolve_name("cues") == ("cues_v10", None)
-    assert get_classifier("cues").name == "cues_v10"
-    assert [resolve_name(f"cues_v{n}")[0] for n in range(1, 11)] == [f"cues_v{n}" for n in range(1, 11)]
