@@ -57,6 +57,9 @@ ROUNDS = {  # seed, size factor of every pool, the folder of its items
     5: (20261205, 0.5, HERE / "round5"),
     # The second precision read's pool (cues_v6), drawn after round 5 (tests/blindset/precision2).
     6: (20261206, 1.5, HERE / "precision2"),
+    # Rounds 7-12 are Countdown traces written for the project, not drawn. Round 13 repeats round 5's rules after
+    # round 5 had been read for cues_v6 ... cues_v11, as the real-text test set of cues_v12.
+    13: (20261213, 0.5, HERE / "round13"),
 }
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",
@@ -130,7 +133,7 @@ def earlier_sets(root: Path, rounds: int = 1) -> tuple[set, set, list[dict]]:
                 keys.add(loc_key(item["source"], item["locator"]))
                 digests.add(item["locator"]["sha256"])
         resolved += load_devset(root, labels_path=path)
-    for earlier in range(1, rounds):
+    for earlier in sorted(r for r in ROUNDS if r < rounds):
         items_path = ROUNDS[earlier][2] / "items.jsonl"
         for it in load_blindset(items_path=items_path, data_dir=root):
             if it["source"] != "countdown":
