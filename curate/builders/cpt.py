@@ -51,7 +51,8 @@ from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
-from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.behaviors import BEHAVIOR_NAMES, Behavior, UnknownBehaviorError, parse_behavior_list
+from curate.builders.jobs import CPTJob
 from curate.classifiers.llm import Truncator, read_prompt_files
 from curate.classifiers.solution import (
     CUE_VERSION,
@@ -89,8 +90,9 @@ from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
 from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, folder_signature, write_once
 from curate.pipelines.steps import ATTRIBUTES, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
+from curate.pipelines.tag import file_fingerprints
 
 VARIANTS = ("enriched", "minimized")
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "rewrite_v1"
@@ -1845,3 +1847,52 @@ def run_cpt(
                "rewrite": asdict(result.rewrite) if result.rewrite else None}
     write_text_atomic(state / "cpt.json", json.dumps(summary, indent=2, default=str))
     return result
+
+
+def cpt_options(job: CPTJob) -> tuple[CPTSelection, RewriteOptions | None, SolutionJudgeOptions | None]:
+    """The job's selection and the options of its LLM jobs (the rewrite, the solution judge), each option checked:
+    a wrong one fails here, in one line, before the output is claimed (the cpt flow checks its parameters with it)."""
+    chosen = parse_behavior_list(job.behaviors)
+    if not chosen:
+        raise UnknownBehaviorError("--behaviors is empty")
+    selection = CPTSelection(behaviors=chosen, min_behaviors=job.min_behaviors, min_count=job.min_count, seed=job.seed)
+    parse_token_count(job.tokens)
+    length_match_mode(job.length_match)
+    if job.pack_format not in ("parquet", "memmap"):
+        raise CPTError(f"--pack-format must be parquet or memmap, not {job.pack_format!r}")
+    if job.rewrite and not job.model:
+        raise CPTError("--rewrite needs --model")
+    server = {"model": job.model, "backend": job.backend, "endpoint_url": job.endpoint_url,
+              "max_doc_tokens": job.max_doc_tokens, "tp": job.tp, "dp": job.dp, "concurrency": job.concurrency}
+    rewrite = RewriteOptions(**server, max_new_tokens=job.max_new_tokens) if job.rewrite else None
+    if job.solution_judge not in JUDGES:
+        raise CPTError(f"--solution-judge must be cues or llm, not {job.solution_judge!r}")
+    judge_llm = job.require_solution and job.solution_judge == "llm"
+    if judge_llm and not job.model:
+        raise CPTError("--solution-judge llm needs --model")
+    judge = SolutionJudgeOptions(**server) if judge_llm else None
+    if job.gpus_per_task and not (job.rewrite or judge_llm):
+        raise CPTError("--gpus-per-task applies to --rewrite and --solution-judge llm only")
+    if job.executor.gpus_per_task not in (0, job.gpus_per_task):
+        raise CPTError("the GPUs per task are the job's gpus_per_task (the LLM jobs' servers), not the executor's")
+    tag_files(job.tags)  # a folder without attribute shards
+    return selection, rewrite, judge
+
+
+def cpt(job: CPTJob, progress: bool = True, refresh: bool = False) -> CPTResult | None:
+    """Runs `curate cpt` and the cpt flow: claims the output for `job.record()` and the tags and corpus files (a
+    folder holding another dataset is refused unless `job.overwrite`), then builds both sets. None when the output is
+    up to date; `refresh` builds it all the same (a flow whose cached result is stale). An unfinished run (a Slurm
+    stage submitted, an interrupt) keeps its claim: the same job continues it."""
+    selection, rewrite, judge = cpt_options(job)
+    inputs = {"tags": folder_signature(job.tags), "texts": file_fingerprints(job.corpus)}
+    return write_once(job.output, "cpt", job.record(), lambda: run_cpt(
+        job.tags, job.corpus, job.tokens, job.tokenizer, job.output, selection, tolerance=job.tolerance,
+        length_bins=job.length_bins, domain_key=job.domain_key, oversample=job.oversample,
+        length_match=job.length_match, length_trim=job.length_trim, rewrite=rewrite,
+        rewrite_oversample=job.rewrite_oversample,
+        require_solution=job.solution_judge if job.require_solution else None, solution_judge=judge,
+        pack_length=job.pack_length, pack_format=job.pack_format, export=job.export,
+        tasks=job.tasks, workers=job.workers, progress=progress, license=job.license, executor=job.runs_on,
+        overwrite=job.overwrite, **job.cleaning.arguments()),
+        inputs=inputs, overwrite=job.overwrite, refresh=refresh)

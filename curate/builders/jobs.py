@@ -1,8 +1,10 @@
-"""The builders' job configs (see curate.pipelines.jobs): what `curate build`, `curate multihop`, `curate mcqa` (and
-their flows) take, and the record of each one's output claim. Light: `--help` reads them; the jobs run in their builder modules."""
+"""The builders' job configs (see curate.pipelines.jobs): what `curate build`, `curate multihop`, `curate mcqa`,
+`curate priming`, `curate cpt` (and their flows) take, and the record of each one's output claim. Light: `--help`
+reads them; the jobs run in their builder modules."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,3 +157,150 @@ class McqaJob:
             return None
         return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
                 "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrimingJob:
+    """Countdown priming datasets: behavior-controlled traces, checked by a classifier, one dataset per variant.
+
+    A preset sets numbers, number_range and target_range where they were not given: builders.priming.resolve_preset
+    applies it with the names of those given (typed on the command line, set in a flow's parameters)."""
+
+    variant: str = option("all_strategies, only_backtracking, backtracking_verification, backtracking_subgoal, "
+                          "backtracking_backward, negative_control, empty_cot, placeholder_cot; a comma list or 'all' "
+                          "builds each into OUTPUT/VARIANT.")
+    output: Path = option("Dataset directory.", "--output", "-o")
+    answers: str = option("correct; incorrect (well-formed expressions with a wrong value, from natural failures); any "
+                          "(the search's own accuracy, as the reference's main sets).", default="correct")
+    n: int = option("Training rows.", "--n", default=1000, min=0)
+    test_n: int = option("Test rows (no problem is in both splits).", default=100, min=0)
+    writer: str = option("symbolic (the solver's search narrated) or llm (a teacher model).", default="symbolic")
+    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
+    numbers: str = option("Numbers per problem (2-6); a comma list mixes sizes, e.g. 3,4.", default="4")
+    number_range: str = option("LOW,HIGH of the numbers.", default="1,99")
+    target_range: str = option("LOW,HIGH of the target.", default="10,100")
+    preset: str | None = option("tinyzero: the reference study's problems (3 or 4 numbers in 1-100, targets 10-100); "
+                                "--numbers/--number-range/--target-range given explicitly override it.", default=None)
+    fractional_division: bool = option("Allow divisions with a fractional result.", default=False)
+    format_score: float = option("Countdown reward of a well-formed wrong equation, carried by every row (verl "
+                                 "extra_info.format_score); TinyZero's runs use 0.1.", default=0.0, min=0.0)
+    max_dead_ends: int = option("Most dead ends a backtracking trace narrates.", default=3, min=1)
+    tokenizer: str | None = option("Tokenizer (hub name or local dir) for placeholder_cot lengths and token "
+                                   "statistics.", default=None)
+    placeholder_for: str = option("Variant whose trace length placeholder_cot matches.", default="all_strategies")
+    seed: int = option("Seed of problems and phrasing.", default=0)
+    model: str | None = option("--writer llm: the teacher model (hub name or local dir).", default=None)
+    backend: str = option("--writer llm / --judge-model: vllm, endpoint or transformers.", default="transformers")
+    endpoint_url: str | None = option("--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.",
+                                      default=None)
+    device: str = option(DEVICE_HELP, default="auto")
+    temperature: float = option("--writer llm: sampling temperature of the teacher.", default=0.7, min=0)
+    max_trace_tokens: int = option("--writer llm: generation budget per trace.", default=2048, min=16)
+    concurrency: int | None = option("--writer llm / --judge-model: requests in flight.", default=None, min=1)
+    judge_model: str | None = option("Also judge every written trace with this model (LLM judge, Countdown prompt with "
+                                     "the numbers and target; served by --backend/--endpoint-url/--device): the card "
+                                     "reports its acceptance beside the classifier's.", default=None)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    # --writer llm: problems sent per missing row in one job, since each job starts a server; not a flag of `curate
+    # priming`, a flow may set it
+    llm_oversample: float = 2.0
+    cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the completion).",
+                               decontam="Remove rows whose question or completion overlaps these benchmarks (as "
+                               "`curate decontam --against`).")
+
+    @property
+    def llm(self) -> dict | None:
+        """--writer llm: the LLMOptions fields of the teacher, as the command always gave them."""
+        if self.writer != "llm":
+            return None
+        return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
+                "temperature": self.temperature, "max_tokens": self.max_trace_tokens, "concurrency": self.concurrency}
+
+    @property
+    def judge(self) -> dict | None:
+        """--judge-model: the JudgeOptions fields of the judge, on the writer's server settings."""
+        if not self.judge_model:
+            return None
+        return {"model": self.judge_model, "backend": self.backend, "endpoint_url": self.endpoint_url,
+                "device": self.device, "concurrency": self.concurrency}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CPTJob:
+    """Behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports."""
+
+    tags: Path = option("One classifier's attribute shards (e.g. tags/cues_v6).")
+    tokens: str = option("Token budget of each set, e.g. 8.3M.")
+    tokenizer: str = option("Tokenizer (path or hub name) that counts and packs the tokens.")
+    output: Path = option("Output folder: enriched/, minimized/, exports/.", "--output", "-o")
+    behaviors: str = option("Chosen behaviors (comma-separated).", default=",".join(BEHAVIOR_NAMES))
+    min_behaviors: int = option("Enriched: at least k chosen behaviors.", "--min-behaviors", "-k", default=1, min=1)
+    min_count: int = option("A behavior counts as shown from this many instances.", default=1, min=1)
+    seed: int = option("Seed of the random sample.", default=0)
+    tolerance: float = option("Allowed relative gap of each token total to the budget.", default=0.01)
+    length_bins: int = option("Length strata for matching the two length distributions.", default=10, min=1)
+    length_match: str = option("best: both sets at the full budget, lengths matched as closely as both pools allow "
+                               "(residual KS and pool use on the card); strict: cut both pools to their common length "
+                               "range and refuse when it holds too few tokens (old name: common); range: the cut only; "
+                               "none: stratified filling only.", default="best")
+    length_trim: float = option("Quantile trimmed off each end of each pool before the common length range is taken.",
+                                default=0.025, min=0.0, max=0.49)
+    oversample: float = option("Candidates read into each pool, as a multiple of the budget (at the most characters a "
+                               "token takes): more gives the matching more to choose from.", default=2.0, min=1.0)
+    domain_key: str | None = option("Tag column or corpus field to match the domain mix on (default: a `domain` tag "
+                                    "column where there is one).", default=None)
+    rewrite: bool = option("Rewrite both sets as question / thoughts / answer.", "--rewrite", default=False)
+    rewrite_oversample: float = option("--rewrite: source tokens rewritten first, as a multiple of the budget (the set "
+                                       "plus more of its pool); later rounds rewrite what the kept rewrites still "
+                                       "lack, so that both rewritten sets are matched at the budget.", default=1.25,
+                                       min=1.0)
+    require_solution: bool = option("Keep only documents that state a problem and work out its solution (judged by "
+                                    "--solution-judge); the others are rejected with their reason.",
+                                    "--require-solution", default=False)
+    solution_judge: str = option("--require-solution: cues (a CPU rule) or llm (the is_solution prompt on --model / "
+                                 "--backend, the server --rewrite uses).", default="cues")
+    model: str | None = option("--rewrite / --solution-judge llm: the model (path or name).", default=None)
+    backend: str = option("--rewrite: vllm, endpoint or transformers.", default="transformers")
+    endpoint_url: str | None = option("--backend endpoint: base URL; key from CURATE_API_KEY.", default=None)
+    max_doc_tokens: int = option("--rewrite: documents cut to this many model tokens.", default=3072, min=16)
+    max_new_tokens: int = option("--rewrite: generation limit per document.", default=4096, min=1)
+    tp: int = option("--backend vllm: tensor parallel size.", default=1, min=1)
+    dp: int = option("--backend vllm: data parallel size.", default=1, min=1)
+    concurrency: int | None = option("--rewrite: requests in flight.", default=None, min=1)
+    pack_length: int = option("Tokens per packed sequence.", default=4096, min=2)
+    pack_format: str = option("Packed sequences as parquet or memmap (tokens.bin).", default="parquet")
+    tasks: int = option(TASKS_HELP, default=1, min=1)
+    workers: int = option(WORKERS_HELP, default=1, min=1)
+    license: str = option("License of the source text, for the cards.", default="other")
+    # The executor's GPUs, with cpt's own help (the corpus pass takes none): the command line hands it to the
+    # executor too, and the job runs on `runs_on`, the executor with these GPUs.
+    gpus_per_task: int = option("--rewrite: GPUs per model server (ray and slurm reserve them; local gives each task "
+                                "its own). The corpus pass uses none.", default=0, min=0)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    export: bool = True  # write OUTPUT/exports/ (packed sequences); not a flag of `curate cpt`, a flow may skip it
+    corpus: InputSpec = group(INPUT, texts=True)
+    cleaning: Cleaning = group(CLEANING, dedup="Remove exact and near duplicates from the candidates first.",
+                               decontam="Remove candidates overlapping these benchmarks.")
+    executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
+
+    @property
+    def runs_on(self) -> ExecutorOptions:
+        """The executor, with the job's GPUs per task (a flow's executor parameter need not repeat them)."""
+        return dataclasses.replace(self.executor, gpus_per_task=self.gpus_per_task)
+
+    def record(self) -> dict:
+        """The parameters of the output claim: those every earlier `curate cpt` recorded (the cpt flow recorded its
+        own until this job; a dataset either wrote is claimed under these keys now)."""
+        what = {"tags": self.tags, "texts": self.corpus.path, "tokens": self.tokens, "tokenizer": self.tokenizer,
+                "behaviors": self.behaviors, "min_behaviors": self.min_behaviors, "min_count": self.min_count,
+                "seed": self.seed, "tolerance": self.tolerance, "length_bins": self.length_bins,
+                "length_match": self.length_match, "length_trim": self.length_trim, "oversample": self.oversample,
+                "domain_key": self.domain_key, "text_key": self.corpus.text_key, "id_key": self.corpus.id_key,
+                "split": self.corpus.split, **self.cleaning.arguments(), "rewrite": self.rewrite, "model": self.model,
+                "max_doc_tokens": self.max_doc_tokens, "max_new_tokens": self.max_new_tokens,
+                "pack_length": self.pack_length, "rewrite_oversample": self.rewrite_oversample,
+                "require_solution": self.require_solution, "solution_judge": self.solution_judge,
+                "pack_format": self.pack_format, "license": self.license}
+        if not self.export:  # only when skipped, so that the command's datasets (always exported) stay up to date
+            what["export"] = False
+        return {k: str(v) if isinstance(v, Path) else v for k, v in what.items()}

@@ -20,6 +20,7 @@ unique problem (numbers as a multiset, target) is drawn once and assigned to one
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -27,7 +28,7 @@ import random
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
+from curate.builders.jobs import PrimingJob
 from curate.builders.llm_writers import LLMOptions, LLMWriterError, write_llm_traces
 from curate.builders.priming_judge import (
     JUDGE_DIR,
@@ -61,7 +63,7 @@ from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
-from curate.pipelines.state import STATE
+from curate.pipelines.state import STATE, write_once
 from curate.puzzles.countdown import DATA_SOURCE, Problem, generate_problem, score_countdown, wrong_expression
 from curate.rewards.registry import check_format_score
 
@@ -229,6 +231,92 @@ def apply_preset(name: str | None, explicit: dict) -> dict:
     if name not in PRESETS:
         raise PrimingError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
     return {**PRESETS[name], **explicit}
+
+
+# The problem-space options of `curate priming` (PrimingJob's fields) -> the PrimingConfig field each one sets.
+PROBLEM_SPACE = {"numbers": "n_numbers", "number_range": "number_range", "target_range": "target_range"}
+
+
+def preset_options(name: str, given: dict[str, str]) -> dict[str, str]:
+    """The problem-space options, as `curate priming` takes them ('3,4', '1,100'), that preset `name` sets,
+    overridden by those `given`."""
+    preset = apply_preset(name, {})
+
+    def option_text(value) -> str:
+        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+    return {option: option_text(preset[field]) for option, field in PROBLEM_SPACE.items()} | given
+
+
+def resolve_preset(job: PrimingJob, given: Collection[str] | None = None) -> PrimingJob:
+    """The job with its preset applied and none left: the problem-space options among `given` (typed on the command
+    line, set in a flow's parameters) keep their values, the others take the preset's. Without `given` (a job made in
+    Python), those that differ from their defaults are the given ones."""
+    if job.preset is None:
+        return job
+    if given is None:
+        defaults = {f.name: f.default for f in dataclasses.fields(job)}
+        given = [option for option in PROBLEM_SPACE if getattr(job, option) != defaults[option]]
+    kept = {option: getattr(job, option) for option in PROBLEM_SPACE if option in given}
+    return dataclasses.replace(job, preset=None, **preset_options(job.preset, kept))
+
+
+def problem_space(job: PrimingJob) -> dict:
+    """PrimingConfig's n_numbers, number_range and target_range from the job's options (its preset applied)."""
+    job = resolve_preset(job)
+    try:
+        sizes = tuple(int(part) for part in job.numbers.split(",") if part.strip())
+    except ValueError:
+        raise PrimingError(f"--numbers takes a size or a comma list of sizes (4, or 3,4), got {job.numbers!r}") \
+            from None
+    space = {"n_numbers": sizes[0] if len(sizes) == 1 else sizes}
+    for option in ("number_range", "target_range"):
+        text = getattr(job, option)
+        try:
+            low, high = (int(part) for part in text.split(","))
+        except ValueError:
+            raise PrimingError(f"--{option.replace('_', '-')} takes LOW,HIGH, got {text!r}") from None
+        space[option] = (low, high)
+    return space
+
+
+def variant_names(job: PrimingJob) -> list[str]:
+    """The variants the job builds: a comma list, or 'all', which leaves placeholder_cot out without a tokenizer (it
+    matches token counts)."""
+    if job.variant.strip() == "all":
+        return [v for v in ALL_VARIANTS if v != "placeholder_cot" or job.tokenizer]
+    return [v.strip() for v in job.variant.split(",") if v.strip()]
+
+
+def priming_sets(job: PrimingJob) -> list[tuple[Path, PrimingConfig]]:
+    """(output folder, config) of each dataset the job builds, one per variant (into OUTPUT/VARIANT when there are
+    several), every config checked: a wrong option fails here, before any folder is claimed (the priming flow checks
+    its parameters with it)."""
+    names = variant_names(job)
+    if not names:
+        raise PrimingError("--variant is empty")
+    space = problem_space(job)
+    sets = []
+    for name in names:
+        config = PrimingConfig(
+            variant=name, answers=job.answers, n=job.n, test_n=job.test_n, seed=job.seed, writer=job.writer,
+            classifier=job.classifier, **space, integer_division=not job.fractional_division,
+            format_score=job.format_score, max_dead_ends=job.max_dead_ends, tokenizer=job.tokenizer,
+            placeholder_for=job.placeholder_for, llm=job.llm, llm_oversample=job.llm_oversample, judge=job.judge)
+        config.validate()
+        sets.append((Path(job.output) / name if len(names) > 1 else Path(job.output), config))
+    return sets
+
+
+def build_priming_set(job: PrimingJob, output: Path, config: PrimingConfig, progress: bool = True,
+                      refresh: bool = False) -> PrimingResult | None:
+    """Runs one dataset of `curate priming` and the priming flow (one of priming_sets(job)): claims `output` for the
+    config and the cleaning (a folder holding another dataset is refused unless `job.overwrite`), then builds it.
+    None when it is up to date; `refresh` builds it all the same (a flow whose cached result is stale)."""
+    cleaning = job.cleaning.arguments()
+    return write_once(output, "priming", {**vars(config), **cleaning},
+                      lambda: run_priming(config, output, progress=progress, **cleaning),
+                      overwrite=job.overwrite, refresh=refresh)
 
 
 def completion_text(think: str, answer: str) -> str:

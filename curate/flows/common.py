@@ -175,8 +175,9 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
               exclude: tuple[str, ...] = (), **overrides) -> type:
     """The JobParameters model of `job_class`, named for it in `module` (the flow's, where it is pickled from): each
     of its fields (but `exclude`) with its type, default, help (description) and bounds (min -> ge, max -> le), and
-    each of its groups as GROUP_PARAMETERS says (a job that reads a corpus takes `base` InputParameters). A field
-    `base` declares keeps base's declaration (its validator), which must have the job's default. `overrides`:
+    each of its groups as GROUP_PARAMETERS says (a job that reads a corpus takes a CorpusParameters `base` naming
+    it: InputParameters, or cpt's TaggedCorpus). A field `base` declares keeps base's declaration (its validator),
+    which must have the job's default. `overrides`:
     field -> (type, default or Field) where a flow's parameter differs from the option (an output a deployment must
     name); `check(job)`: the job's own check, raising a CurateError."""
     types = field_types(job_class, known=GROUP_CLASSES)
@@ -184,8 +185,8 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
     for f in dataclasses.fields(job_class):
         kind = f.metadata.get("group")
         if f.name in exclude or kind == INPUT:
-            if kind == INPUT and not issubclass(base, InputParameters):
-                raise TypeError(f"{job_class.__name__} reads a corpus: its parameters need base=InputParameters")
+            if kind == INPUT and not issubclass(base, CorpusParameters):
+                raise TypeError(f"{job_class.__name__} reads a corpus: its parameters need a CorpusParameters base")
             continue
         name, default = (GROUP_PARAMETERS[kind][0], GROUP_PARAMETERS[kind][1]()) if kind else (f.name, f.default)
         if name in base.model_fields:

@@ -244,7 +244,7 @@ def test_every_deployment_parses_and_points_at_a_flow_that_exists(tmp_path, monk
 
 
 def test_priming_flow_builds_each_variant_with_a_valid_card_and_caches_them(tmp_path):
-    params = {"variants": "only_backtracking,empty_cot", "output": str(tmp_path / "priming"), "n": 6, "test_n": 2}
+    params = {"variant": "only_backtracking,empty_cot", "output": str(tmp_path / "priming"), "n": 6, "test_n": 2}
     state = priming_flow(params=params, return_state=True)
     summaries = state.result()
     assert [s["variant"] for s in summaries] == ["only_backtracking", "empty_cot"]
@@ -305,9 +305,9 @@ def test_flows_claim_their_output_as_the_commands_do(tmp_path):
 
 def test_new_flows_reject_invalid_parameters_before_the_run(corpus, tmp_path):
     with pytest.raises(ParameterTypeError, match="unknown variant"):
-        priming_flow(params={"variants": "nope", "output": str(tmp_path / "p")})
+        priming_flow(params={"variant": "nope", "output": str(tmp_path / "p")})
     with pytest.raises(ParameterTypeError, match="tokenizer"):
-        priming_flow(params={"variants": "placeholder_cot", "output": str(tmp_path / "p")})
+        priming_flow(params={"variant": "placeholder_cot", "output": str(tmp_path / "p")})
     with pytest.raises(ParameterTypeError, match="does not exist"):
         mcqa_flow(params={"inputs": [str(tmp_path / "missing.json")], "output": str(tmp_path / "m")})
     with pytest.raises(ParameterTypeError, match="unknown format"):
@@ -351,9 +351,9 @@ def test_cpt_flow_matches_both_sets_caches_and_validates(corpus, tmp_path):
     again = cpt_flow(params=params, return_state=True)
     assert again.result() == summary and [run.state.name for run in task_runs(again)] == ["Cached"]
 
-    for bad, match in (({"tokens": "lots"}, "--tokens"), ({"length_match": "exact"}, "length_match"),
+    for bad, match in (({"tokens": "lots"}, "--tokens"), ({"length_match": "exact"}, "--length-match"),
                        ({"behaviors": "nope"}, "nope"), ({"tags": str(corpus)}, "no attribute shards"),
-                       ({"require_solution": "llm"}, "solution_judge")):
+                       ({"require_solution": True, "solution_judge": "llm"}, "needs --model")):
         with pytest.raises(ParameterTypeError, match=match):
             cpt_flow(params={**params, **bad, "output": str(tmp_path / "bad")})
     assert not (tmp_path / "bad").exists()
