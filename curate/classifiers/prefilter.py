@@ -370,6 +370,10 @@ class Prefilter:
         self.margins = [(cue.margin_before, cue.margin_after) for cue in self.cues]
         # The margins a line kept for every cue gets: no check on it can widen them.
         self.widest = (max(m[0] for m in self.margins), max(m[1] for m in self.margins)) if self.margins else (0, 0)
+        # Each group's widest margins: on a line kept with these, none of its cues needs a check.
+        self.group_margins = [
+            (max(c.margin_before for c in members), max(c.margin_after for c in members)) for _, _, members in self.groups
+        ]
         # The order groups are tried on a line: those with a cue that needs no check first, then the rest.
         self.first = [0 if any(c.unchecked for c in members) else 1 for _, _, members in self.groups]
         self.leading = frozenset(self.by_word)
@@ -482,7 +486,7 @@ class Prefilter:
         ends: list[int] | None = None  # the sentence-final characters' places, found once a line needs them
         n = len(text)
         words_in, groups, compiled, first = self._words_in, self.groups, self._compiled, self.first
-        widest = self.widest
+        widest, group_margins = self.widest, self.group_margins
         kept: list[tuple[int, int, int]] = []
         for line, begin in enumerate(starts):
             end = starts[line + 1] if line + 1 < len(starts) else n
@@ -504,10 +508,13 @@ class Prefilter:
             # that needs none go first, so that most kept lines are known at their first match.
             before = after = -1
             for group in sorted(looked_up, key=first.__getitem__) if len(looked_up) > 1 else looked_up:
-                pattern, others, members = groups[group]
-                pending = [c for c in members if c.margin_before > before or c.margin_after > after]
-                if not pending or not _holds_all(present, others):
+                widest_before, widest_after = group_margins[group]
+                if widest_before <= before and widest_after <= after:
                     continue
+                pattern, others, members = groups[group]
+                if not _holds_all(present, others):
+                    continue
+                pending = [c for c in members if c.margin_before > before or c.margin_after > after]
                 regex = compiled.get(group)
                 if regex is None:
                     regex = compiled[group] = re.compile(pattern)

@@ -11,7 +11,7 @@ import pytest
 
 from curate.classifiers.base import get_classifier, registered_names
 from curate.classifiers.cues import CHUNK_CHARS, CUES, Cue, CueClassifier
-from curate.classifiers.prefilter import Prefilter
+from curate.classifiers.prefilter import Prefilter, last_visible_class
 from tests.support.real_mix import write_real_mix
 from tests.support.shared import SHARED_DATA
 
@@ -161,3 +161,47 @@ def test_a_match_in_a_margin_counts_only_where_the_whole_text_counts_it(v1):
     labels = filtered.classify([text])[0]
     assert labels == type(v3)(cues=cues, name="cues_v3", prefilter=False).classify([text])[0]
     assert not any(text[e.start : e.end] == "Wait" for e in labels.evidence)
+
+
+@pytest.mark.parametrize(
+    ("rule", "ends_with"),
+    [
+        (r"\d\s*:\s*", "[:]"),
+        (r"=\s*\d+(\.\d+)?\s*[,!]?\s*", r"[!,\d]"),
+        (r"(?P<part>\d+)\s*[-+]\s*(and\s+)?(?P=part)\s*", r"[\d]"),  # a backreference ends as its group does
+        (r"\b(it|we)\s*", "[et]"),
+        (r"^[\W]*", None),  # may match nothing but spaces
+        (r"\bfor\s+[^.;:?!,]{1,60}?", None),  # a negated class may end with anything
+    ],
+)
+def test_the_character_a_rule_must_end_with(rule, ends_with):
+    derived = last_visible_class(rule)
+    assert (derived.pattern if derived else None) == ends_with
+
+
+def test_a_rule_holds_only_where_its_last_character_may_stand(sample_texts):
+    """last_visible_class is a necessary condition: wherever a `before` or `earlier` rule of a cues_vN holds on real
+    text, the last non-whitespace character before that place is in the rule's class."""
+    rules = {
+        rule
+        for version in VERSIONS
+        for cue in get_classifier(version).cues.values()
+        for rule in (cue.before, cue.earlier)
+        if rule and "(?<" not in rule
+    }
+    # Windows before the places the Countdown and verdict cues look at, where these rules do hold.
+    places = re.compile(r"=|\bno\b|\bis\b|\bnot\b|\bto\b|\?")
+    windows = [text[max(0, m.start() - 160) : m.start()] for text in sample_texts for m in places.finditer(text)]
+    windows = sorted(set(windows))[::16]  # a spread of them: all would take half a minute
+    held = 0
+    for rule in rules:
+        derived = last_visible_class(rule)
+        if derived is None:
+            continue
+        compiled = re.compile(f"(?:{rule})\\s*\\Z", re.IGNORECASE)
+        for window in windows:
+            if compiled.search(window):
+                held += 1
+                visible = window.rstrip()
+                assert visible and derived.match(visible[-1]), (rule, window[-60:])
+    assert held > 1000, held
