@@ -84,9 +84,9 @@ def test_every_text_resolves_with_its_checksum():
 
 @pytest.mark.parametrize(
     "items_path",
-    [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5)]
+    [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, *range(7, 14))]
     + [ITEMS_PATH.parent / name / "items.jsonl" for name in ("precision", "precision2")],
-    ids=["round1", "round2", "round3", "round5", "precision", "precision2"],
+    ids=["round1", "round2", "round3", "round5", *(f"round{n}" for n in range(7, 14)), "precision", "precision2"],
 )
 def test_labels_cover_every_item_and_record_both_readers(items_path):
     items = {json.loads(line)["id"]: json.loads(line) for line in items_path.read_text().splitlines() if line.strip()}
@@ -105,7 +105,9 @@ def test_labels_cover_every_item_and_record_both_readers(items_path):
 
 
 PRECISION_ITEMS = ITEMS_PATH.parent / "precision" / "items.jsonl"
-ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5)}
+PRECISION2_ITEMS = ITEMS_PATH.parent / "precision2" / "items.jsonl"
+# The drawn real-text rounds (7-12 are Countdown traces written for the project).
+ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, 13)}
 
 
 @pytest.mark.parametrize("round_number", sorted(ROUND_ITEMS), ids=lambda n: f"round{n}")
@@ -119,6 +121,7 @@ def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_n
     assert Counter(it["selection"] for it in drawn)["random"] >= 0.6 * len(drawn)
     earlier = [DEV_LABELS, HELDOUT, ITEMS_PATH] + [ROUND_ITEMS[n] for n in ROUND_ITEMS if n < round_number]
     earlier += [PRECISION_ITEMS] if round_number > 4 else []
+    earlier += [PRECISION2_ITEMS] if round_number > 6 else []
     for path in earlier:
         old = [it for it in read(path) if it["source"] != "countdown"]
         assert not {key(it) for it in drawn} & {key(it) for it in old}, path
