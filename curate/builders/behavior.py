@@ -166,8 +166,8 @@ def build(job: BuildJob, progress: bool = True, refresh: bool = False) -> BuildR
     output = job.dataset_dir
     return write_once(
         output, "build", job.record(), lambda: run_build(
-            job.corpus, output, selection, tags_root=job.tags, classifier=job.classifier, tasks=job.tasks,
-            workers=job.workers, batch_size=job.batch_size, progress=progress,
+            job.corpus, output, selection, tags_root=job.tags, classifier=job.classifier, tasks=job.executor.tasks,
+            workers=job.executor.workers, batch_size=job.batch_size, progress=progress,
             license="apache-2.0" if job.sample else job.license, verify_inputs=job.verify_inputs,
             allow_partial=job.allow_partial, keep_columns=job.kept_columns, executor=job.executor,
             **job.cleaning.arguments()),

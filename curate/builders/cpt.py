@@ -1893,6 +1893,6 @@ def cpt(job: CPTJob, progress: bool = True, refresh: bool = False) -> CPTResult 
         rewrite_oversample=job.rewrite_oversample,
         require_solution=job.solution_judge if job.require_solution else None, solution_judge=judge,
         pack_length=job.pack_length, pack_format=job.pack_format, export=job.export,
-        tasks=job.tasks, workers=job.workers, progress=progress, license=job.license, executor=job.runs_on,
-        overwrite=job.overwrite, **job.cleaning.arguments()),
+        tasks=job.executor.tasks, workers=job.executor.workers, progress=progress, license=job.license,
+        executor=job.runs_on, overwrite=job.overwrite, **job.cleaning.arguments()),
         inputs=inputs, overwrite=job.overwrite, refresh=refresh)

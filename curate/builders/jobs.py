@@ -18,12 +18,11 @@ from curate.pipelines.jobs import (
     DEVICE_HELP,
     EXECUTOR,
     INPUT,
+    OUTPUT_PANEL,
     OVERWRITE_HELP,
     SAMPLE_GLOB,
     SPLIT_HELP,
-    TASKS_HELP,
     VERIFY_INPUTS_HELP,
-    WORKERS_HELP,
     group,
     option,
 )
@@ -40,21 +39,21 @@ class BuildJob:
     behaviors: str = option(
         "Comma-separated behaviors every document must show, or 'none' for documents with none. "
         f"Names: {', '.join(BEHAVIOR_NAMES)} (aliases: subgoal, backchaining).")
-    output: Path | None = option("Dataset directory (default: datasets/BEHAVIORS).", "--output", "-o", default=None)
+    output: Path | None = option("Dataset directory (default: datasets/BEHAVIORS).", "--output", "-o", default=None,
+                                 panel=OUTPUT_PANEL)
     tags: Path | None = option("Tags root to reuse across builds (default: OUTPUT/tags).", default=None)
     classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
     min_count: int = option("Each chosen behavior must occur at least this often.", default=1, min=1)
     exclude_behaviors: str | None = option("Behaviors that must be absent.", default=None)
     limit: int | None = option("Keep at most this many documents (seeded random sample).", default=None, min=1)
     seed: int = option("Seed of the random sample.", default=0)
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
-    license: str = option("License of the source text, for the dataset card.", default="other")
+    license: str = option("License of the source text, for the dataset card.", default="other", panel=OUTPUT_PANEL)
     verify_inputs: bool = option(VERIFY_INPUTS_HELP, "--verify-inputs", default=False)
     allow_partial: bool = option(ALLOW_PARTIAL_HELP, "--allow-partial", default=False)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     keep_columns: str | None = option(
-        "Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).", default=None)
+        "Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).", default=None,
+        panel=OUTPUT_PANEL)
     batch_size: int = 64  # documents per classifier call; not a flag of `curate build`, a flow may set it
     corpus: InputSpec = group(INPUT)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates from the built dataset.",
@@ -99,7 +98,7 @@ class MultihopJob:
     """Chain verifiable problems so that each answer feeds the next: `full`, `half` and `single` ablation splits."""
 
     input: str = option("GSM8K-style problems: jsonl/parquet file, glob, or 'hf:ORG/NAME'.", "--input", "-i")
-    output: Path = option("Dataset directory.", "--output", "-o")
+    output: Path = option("Dataset directory.", "--output", "-o", panel=OUTPUT_PANEL)
     hops: str = option("Hops per chain: a number or a range such as 2-4 (drawn uniformly).", default="2-4")
     n: int = option("Chains to build.", "--n", default=5000, min=1)
     seed: int = option("Seed of the chain sampler.", default=0)
@@ -111,8 +110,8 @@ class MultihopJob:
                              default="answer")
     id_key: str = option("Field holding the problem id (becomes each hop's source_id); else file/line.", default="id")
     split: str = option(SPLIT_HELP, default="train")
-    license: str = option("License of the source problems, for the dataset card.", default="mit")
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    license: str = option("License of the source problems, for the dataset card.", default="mit", panel=OUTPUT_PANEL)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates from the source problems "
                                "before chaining.",
                                decontam="Remove source problems overlapping these benchmarks (as `curate decontam "
@@ -132,7 +131,7 @@ class McqaJob:
     """Convert multiple-choice items to open-answer questions (optionally reformulated and judged by an LLM)."""
 
     inputs: list[str] = option("File, directory, glob or hf:NAME[:SPLIT]; repeatable.", "--input", "-i")
-    output: Path = option("Dataset directory (data/, rejects/, README.md).", "--output", "-o")
+    output: Path = option("Dataset directory (data/, rejects/, README.md).", "--output", "-o", panel=OUTPUT_PANEL)
     format: str = option("auto | aqua | mmlu_csv | jsonl | arc | alpaca", "--format", default="auto")
     workers: int = option("Processes checking answers with math-verify.", default=1)
     limit: int = option("Read at most this many records per input (-1: all).", default=-1)
@@ -145,7 +144,7 @@ class McqaJob:
     device: str = option(DEVICE_HELP, default="auto")
     max_tokens: int = option("--reformulate: generation budget per rewrite.", default=1024, min=16)
     concurrency: int | None = option("--reformulate: requests in flight.", default=None, min=1)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the question).",
                                decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam "
                                "--against`).")
@@ -169,7 +168,7 @@ class PrimingJob:
     variant: str = option("all_strategies, only_backtracking, backtracking_verification, backtracking_subgoal, "
                           "backtracking_backward, negative_control, empty_cot, placeholder_cot; a comma list or 'all' "
                           "builds each into OUTPUT/VARIANT.")
-    output: Path = option("Dataset directory.", "--output", "-o")
+    output: Path = option("Dataset directory.", "--output", "-o", panel=OUTPUT_PANEL)
     answers: str = option("correct; incorrect (well-formed expressions with a wrong value, from natural failures); any "
                           "(the search's own accuracy, as the reference's main sets).", default="correct")
     n: int = option("Training rows.", "--n", default=1000, min=0)
@@ -200,7 +199,7 @@ class PrimingJob:
     judge_model: str | None = option("Also judge every written trace with this model (LLM judge, Countdown prompt with "
                                      "the numbers and target; served by --backend/--endpoint-url/--device): the card "
                                      "reports its acceptance beside the classifier's.", default=None)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     # --writer llm: problems sent per missing row in one job, since each job starts a server; not a flag of `curate
     # priming`, a flow may set it
     llm_oversample: float = 2.0
@@ -232,7 +231,7 @@ class CPTJob:
     tags: Path = option("One classifier's attribute shards (e.g. tags/cues_v6).")
     tokens: str = option("Token budget of each set, e.g. 8.3M.")
     tokenizer: str = option("Tokenizer (path or hub name) that counts and packs the tokens.")
-    output: Path = option("Output folder: enriched/, minimized/, exports/.", "--output", "-o")
+    output: Path = option("Output folder: enriched/, minimized/, exports/.", "--output", "-o", panel=OUTPUT_PANEL)
     behaviors: str = option("Chosen behaviors (comma-separated).", default=",".join(BEHAVIOR_NAMES))
     min_behaviors: int = option("Enriched: at least k chosen behaviors.", "--min-behaviors", "-k", default=1, min=1)
     min_count: int = option("A behavior counts as shown from this many instances.", default=1, min=1)
@@ -269,14 +268,12 @@ class CPTJob:
     concurrency: int | None = option("--rewrite: requests in flight.", default=None, min=1)
     pack_length: int = option("Tokens per packed sequence.", default=4096, min=2)
     pack_format: str = option("Packed sequences as parquet or memmap (tokens.bin).", default="parquet")
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
-    license: str = option("License of the source text, for the cards.", default="other")
+    license: str = option("License of the source text, for the cards.", default="other", panel=OUTPUT_PANEL)
     # The executor's GPUs, with cpt's own help (the corpus pass takes none): the command line hands it to the
     # executor too, and the job runs on `runs_on`, the executor with these GPUs.
     gpus_per_task: int = option("--rewrite: GPUs per model server (ray and slurm reserve them; local gives each task "
                                 "its own). The corpus pass uses none.", default=0, min=0)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     export: bool = True  # write OUTPUT/exports/ (packed sequences); not a flag of `curate cpt`, a flow may skip it
     corpus: InputSpec = group(INPUT, texts=True)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and near duplicates from the candidates first.",

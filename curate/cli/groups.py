@@ -1,15 +1,16 @@
 """Option groups generated from the job configs: each group is declared once, shown in its own help panel,
 and handed to the command as one config object.
 
-Seven commands take the nine executor options; declared in each of them, they had drifted (help texts,
-defaults, the order of the `executor_options(...)` call). `executor_group` adds them to a command from the
-fields of `ExecutorOptions`, builds and validates the options, and passes them on as `runs_on`:
+Seven commands take the eleven executor options (datatrove's tasks and workers, and where those tasks run);
+declared in each of them, they had drifted (help texts, defaults, the order of the `executor_options(...)` call).
+`executor_group` adds them to a command from the fields of `ExecutorOptions`, builds and validates the options, and
+passes them on as `runs_on` (a command that runs its tasks one way leaves options out: `without`):
 
     @app.command()
     @executor_group
     def tag(..., runs_on: ExecutorOptions) -> None: ...
 
-The flags stay those users know (`--executor`, `--slurm-partition`, ...): `FLAGS` maps each field to its
+The flags stay those users know (`--tasks`, `--executor`, `--slurm-partition`, ...): `FLAGS` maps each field to its
 parameter name, and tests/cli/options_snapshot.json checks that every command keeps them.
 
 The model-server options (backend, endpoint, device, concurrency, parallelism, server flags) and the sampling
@@ -27,9 +28,13 @@ declares them once, in the "Cleaning" panel, with each builder's own help of wha
 Cleaning as `cleaning`. The commands that read a corpus through an InputSpec (tag, tag-llm, build, eval-gate, and
 cpt and distill with `--texts`) take `input_group`: the "Input" panel, and one InputSpec as `corpus`.
 
-A command whose job is a config dataclass (curate.pipelines.jobs: build, tag, dedup, decontam, export,
-filter-passrate) takes `job_command(JobClass)`: its whole option list is generated from the job, through the groups
-above, and it receives one job, which it hands to the function that runs it (the flow hands that function the same).
+Every command but classifiers, reward-path, serve and deploy runs a job, a config dataclass (curate.pipelines.jobs,
+curate.builders.jobs, curate.handoff.jobs: tag, tag-llm, eval-gate, distill, stats, build, multihop, mcqa, priming,
+cpt, dedup, decontam, export, filter-passrate, audit-verifier, audit-policy, handoff, publish), and takes
+`job_command(JobClass)`: its whole option list is generated from the job, through the groups above, and it receives
+one job, which it hands to the function that runs it (the flow hands that function the same). The job's own options
+that say where and how its result is written (--output, --overwrite, --license, ...) show in the "Output" panel
+(OUTPUT_PANEL, set in their field's metadata).
 """
 
 from __future__ import annotations
@@ -48,7 +53,17 @@ import typer
 
 from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec, llm_tag_config, sampling_config
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, field_types, groups, offered
+from curate.pipelines.jobs import (
+    CLEANING,
+    EXECUTOR,
+    INPUT,
+    SERVER,
+    TASKS_HELP,
+    WORKERS_HELP,
+    field_types,
+    groups,
+    offered,
+)
 
 EXECUTOR_PANEL = "Executor"
 SERVER_PANEL = "Model server"
@@ -70,6 +85,8 @@ def _option(kind: Any, *flags: str, help: str, panel: str = EXECUTOR_PANEL, **ex
 # ExecutorOptions field -> how the command line spells it. env_command is not an option: it is derived from
 # the virtual environment the command runs in.
 FLAGS: dict[str, GroupField] = {
+    "tasks": GroupField("tasks", _option(int, help=TASKS_HELP, min=1), 1),
+    "workers": GroupField("workers", _option(int, help=WORKERS_HELP, min=1), 1),
     "kind": GroupField(
         "executor",
         _option(str, "--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array)."),
@@ -424,7 +441,8 @@ SERVER_CONFIGS = {"sampling": sampling_config, "llm_tag": llm_tag_config}
 
 def job_command(job_class: type) -> Callable:
     """Makes `command(job)` a command whose options are `job_class`'s: its own fields' (help and flags from their
-    metadata, in declaration order), then the panel of each of its groups (Input, Cleaning, Model server, Executor),
+    metadata, in declaration order, in the panel their metadata names: Output for where and how the result is
+    written), then the panel of each of its groups (Input, Cleaning, Model server, Executor),
     built by the group decorators above with the group's settings in the job (cleaning's help, a server's config
     and `also`, the options a group leaves out; a server group's `judge`: the judge's flags too, whose server goes to
     the job's `judge` field); the command is called with one `job_class(...)`, its groups validated as the

@@ -26,7 +26,7 @@ from curate.classifiers import UnknownClassifierError, resolve_name
 from curate.errors import CurateError
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executors import ExecutorOptions
-from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types
+from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types, groups
 from curate.pipelines.llm.server import ServerOptions
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import claim_output
@@ -92,7 +92,8 @@ ExecutorParameters = parameters_model(
     ExecutorOptions,
     """Where a flow's datatrove tasks run: the fields of `ExecutorOptions`, so a deployment can send a job to Slurm
     or Ray exactly as `curate ... --executor` does. env_command is derived from the worker's environment.""",
-    exclude=("env_command",), cpus_per_task=Field(1, ge=1), mem_per_cpu_gb=Field(2, gt=0), gpus_per_task=Field(0, ge=0),
+    exclude=("env_command",), tasks=Field(1, ge=1), workers=Field(1, ge=1), cpus_per_task=Field(1, ge=1),
+    mem_per_cpu_gb=Field(2, gt=0), gpus_per_task=Field(0, ge=0),
 )
 
 CleaningParameters = parameters_model(
@@ -128,6 +129,8 @@ ServerParameters = create_model("ServerParameters", __base__=ServerBase, __modul
 # has no parameter of its own: its fields are InputParameters' own (input, text_key, ...), as deployments give them.
 GROUP_PARAMETERS = {EXECUTOR: ("executor", ExecutorParameters), CLEANING: ("cleaning", CleaningParameters),
                     SERVER: ("server", ServerParameters)}
+# The executor fields that were each job's own parameters until issue 16 (tasks, workers), still taken flat.
+EXECUTOR_FIELDS_GIVEN_FLAT = ("tasks", "workers")
 GROUP_CLASSES = {"ExecutorOptions": ExecutorOptions, "Cleaning": Cleaning, "InputSpec": InputSpec,
                  "ServerOptions": ServerOptions}
 
@@ -140,6 +143,24 @@ class JobParameters(BaseModel):
     model_config = ConfigDict(extra="forbid")
     job_class: ClassVar[type]
     job_check: ClassVar[Callable | None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _executor_fields_given_flat(cls, data):
+        """`tasks` and `workers` at the top level (`params: {tasks: 4}`), as deployments registered before they moved
+        into the executor parameter give them, are the executor's: `executor: {tasks: 4}`. A job's own field of that
+        name (mcqa's math-verify `workers`) is its own."""
+        if not isinstance(data, dict) or EXECUTOR not in groups(cls.job_class):
+            return data
+        flat = {name: data[name] for name in EXECUTOR_FIELDS_GIVEN_FLAT if name in data and name not in cls.model_fields}
+        if not flat:
+            return data
+        executor = data.get("executor", {})
+        executor = executor.model_dump(exclude_unset=True) if isinstance(executor, BaseModel) else dict(executor)
+        twice = sorted(set(flat) & set(executor))
+        if twice:
+            raise ValueError(f"{', '.join(twice)}: given both at the top level and in executor; give them in executor")
+        return {key: value for key, value in data.items() if key not in flat} | {"executor": executor | flat}
 
     @model_validator(mode="after")
     def _checked(self):
@@ -256,8 +277,6 @@ class InputParameters(CorpusParameters):
     streaming: bool = False
     verify_inputs: bool = Field(False, description="Also compare input files by SHA-256, not only size and mtime.")
     classifier: Classifier = "cues"
-    tasks: int = Field(1, ge=1)
-    workers: int = Field(1, ge=1)
     batch_size: int = Field(64, ge=1)
     executor: ExecutorParameters = ExecutorParameters()
 

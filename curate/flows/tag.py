@@ -46,7 +46,7 @@ def tag_corpus(params: TagParameters) -> dict:
 def tag_flow(params: TagParameters) -> dict:
     """Tag a corpus with a behavior classifier; a rerun with the same inputs and classifier is served from cache."""
     tags_dir = Path(params.output) / params.resolved_classifier
-    finished = completed_tasks(tags_dir / "_logs") >= params.tasks
+    finished = completed_tasks(tags_dir / "_logs") >= params.executor.tasks
     # Streaming from the Hub is remote I/O: retry it. A local corpus fails the same way twice.
     run = tag_corpus.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                   retry_delay_seconds=30)

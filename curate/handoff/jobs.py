@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
-from curate.pipelines.jobs import EXECUTOR, OVERWRITE_HELP, SERVER, TASKS_HELP, WORKERS_HELP, group, option
+from curate.pipelines.jobs import EXECUTOR, OUTPUT_PANEL, OVERWRITE_HELP, SERVER, group, option
 
 if TYPE_CHECKING:  # they import datatrove
     from curate.handoff.passrate import SamplingOptions
@@ -22,11 +22,11 @@ class ExportJob:
 
     dataset: Path = option("Built dataset (DATASET/data/SPLIT-*.parquet) or parquet file/folder.", argument=True)
     to: str = option("verl | trl | openrlhf | sft | cpt", "--to")
-    output: Path = option("Export directory (OUTPUT/data/SPLIT-*.parquet).", "--output", "-o")
+    output: Path = option("Export directory (OUTPUT/data/SPLIT-*.parquet).", "--output", "-o", panel=OUTPUT_PANEL)
     instruction: str | None = option("Appended to every prompt; default: the reward's own answer-format instruction; "
                                      "'' for none.", default=None)
     system: str | None = option("System message put before every prompt.", default=None)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,15 +35,14 @@ class PassRateJob:
 
     dataset: Path = option("Built dataset with RL columns (question, data_source, ground truth).")
     model: str = option("The policy: hub name or local directory.")
-    output: Path = option("Filtered dataset (OUTPUT/data), samples (OUTPUT/rates).", "--output", "-o")
+    output: Path = option("Filtered dataset (OUTPUT/data), samples (OUTPUT/rates).", "--output", "-o",
+                          panel=OUTPUT_PANEL)
     k: int = option("Samples per prompt.", default=8, min=1)
     band: str = option("LOW,HIGH: keep prompts whose pass rate is strictly inside.", default="0,1")
     instruction: str | None = option("Appended to every prompt; default: the reward's own instruction; '' for none.",
                                      default=None)
     limit: int = option("Sample at most this many prompts (-1: all).", default=-1)
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     # The policy's server and how it is sampled (SamplingOptions), holding `model`, `k` and `instruction` too.
     server: SamplingOptions = group(SERVER, config="sampling", sampling=True, also=("k", "instruction"))
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
@@ -69,12 +68,14 @@ class VerifierAuditJob:
     by_behavior: str | None = option("Classifier that tags each response (cues, llm, distilled:DIR, a versioned "
                                      "name): precision/recall with and without each behavior.", "--by-behavior",
                                      default=None)
-    report: Path | None = option("Write every figure as JSON (by_behavior, by_length, per reward).", default=None)
+    report: Path | None = option("Write every figure as JSON (by_behavior, by_length, per reward).", default=None,
+                                 panel=OUTPUT_PANEL)
     plot: Path | None = option("Recall with/without per behavior and by length quartile, PNG (default: next to "
-                               "--report).", default=None)
+                               "--report).", default=None, panel=OUTPUT_PANEL)
     bootstrap: int = option("Bootstrap resamples for the 95 % intervals.", default=2000, min=100)
     seed: int = option("Bootstrap seed.", default=0)
-    verdicts: Path | None = option("Write each pair's verdict (id, verdict true/false/null).", default=None)
+    verdicts: Path | None = option("Write each pair's verdict (id, verdict true/false/null).", default=None,
+                                   panel=OUTPUT_PANEL)
     threads: int = option("Pairs scored at the same time.", default=4, min=1)
     show: int = option("Slowest cases and wrong verdicts to list.", default=10, min=0)
     policy: str | None = option("On-policy: sample this model (hub name or local directory) on --problems and audit "
@@ -91,9 +92,9 @@ class VerifierAuditJob:
     label: str = option("On-policy reference label: strict (last \\boxed{} by math-verify), llm (the judge), agree "
                         "(only responses both label alike).", default="strict")
     output: Path = option("On-policy: samples, verdicts and report (a rerun reuses them).", "--output", "-o",
-                          default=Path("verifier-audit"))
+                          default=Path("verifier-audit"), panel=OUTPUT_PANEL)
     overwrite: bool = option("On-policy: --output holds samples or LLM verdicts made with other settings: remove "
-                             "them, then sample and judge again.", "--overwrite", default=False)
+                             "them, then sample and judge again.", "--overwrite", default=False, panel=OUTPUT_PANEL)
     # The policy's server and how it is sampled (SamplingOptions, holding `policy` as its model, and `k`).
     server: SamplingOptions = group(SERVER, config="sampling", model="policy", sampling=True, judge=True,
                                     also=("k",))
@@ -107,7 +108,8 @@ class PolicyAuditJob:
     """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy."""
 
     model: str | None = option("The policy: hub name or local directory (or --checkpoints).", default=None)
-    output: Path = option("Report, samples and prompts.", "--output", "-o", default=Path("policy-audit"))
+    output: Path = option("Report, samples and prompts.", "--output", "-o", default=Path("policy-audit"),
+                          panel=OUTPUT_PANEL)
     task: str | None = option("Generated task: countdown (default unless --dataset).", default=None)
     dataset: Path | None = option("Prompts from a built dataset with RL columns instead of a task.", default=None)
     n: int = option("Prompts.", default=200, min=1)
@@ -135,11 +137,11 @@ class HandoffJob:
 
     dataset: Path = option("Built dataset (DATASET/data/SPLIT-*.parquet).", argument=True)
     trainer: str = option("verl | trl")
-    output: Path = option("Kit directory: exports, config/scripts, README.md.", "--output", "-o")
+    output: Path = option("Kit directory: exports, config/scripts, README.md.", "--output", "-o", panel=OUTPUT_PANEL)
     instruction: str | None = option("Appended to every prompt; default: the reward's own instruction; '' for none.",
                                      default=None)
     system: str | None = option("System message before every prompt.", default=None)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
 
 
 @dataclass(frozen=True, kw_only=True)

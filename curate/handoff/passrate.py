@@ -480,8 +480,8 @@ def filter_by_pass_rate(job: PassRateJob, progress: bool = True) -> PassRateResu
     the samples (rates/, .curate/, rejects/prompts)."""
     band = parse_band(job.band)
     return write_once(job.output, "filter-passrate", claim_record(job), lambda: run_passrate_filter(
-        job.dataset, job.output, job.server, band=band, limit=job.limit, tasks=job.tasks, workers=job.workers,
-        progress=progress, executor=job.executor), inputs={"band": job.band}, overwrite=job.overwrite,
+        job.dataset, job.output, job.server, band=band, limit=job.limit, tasks=job.executor.tasks,
+        workers=job.executor.workers, progress=progress, executor=job.executor), inputs={"band": job.band}, overwrite=job.overwrite,
         keep=("rates", ".curate", "rejects"))
 
 

@@ -452,5 +452,5 @@ def decontam_job(job: DecontamJob, progress: bool = True) -> DecontamResult | No
     """Runs `curate decontam`: into a new OUTPUT under its claim (None when up to date), or in place (no claim)."""
     return clean_once(job.input, job.output, "decontam", job.record(), lambda: decontaminate(
         job.input, job.output, job.against, fields=job.field_list, id_key=job.id_key, n_grams=job.ngrams,
-        short_min_tokens=job.short_min_words, benchmarks_dir=job.benchmarks_dir, tasks=job.tasks,
-        workers=job.workers, progress=progress, executor=job.executor), overwrite=job.overwrite)
+        short_min_tokens=job.short_min_words, benchmarks_dir=job.benchmarks_dir, tasks=job.executor.tasks,
+        workers=job.executor.workers, progress=progress, executor=job.executor), overwrite=job.overwrite)

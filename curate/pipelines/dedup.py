@@ -471,4 +471,5 @@ def dedup_job(job: DedupJob, progress: bool = True) -> DedupResult | None:
     """Runs `curate dedup`: into a new OUTPUT under its claim (None when up to date), or in place (no claim)."""
     return clean_once(job.input, job.output, "dedup", job.record(), lambda: dedup(
         job.input, job.output, text_key=job.text_key, id_key=job.id_key, threshold=job.threshold, n_grams=job.ngrams,
-        tasks=job.tasks, workers=job.workers, progress=progress, executor=job.executor), overwrite=job.overwrite)
+        tasks=job.executor.tasks, workers=job.executor.workers, progress=progress, executor=job.executor),
+        overwrite=job.overwrite)

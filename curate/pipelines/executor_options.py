@@ -20,6 +20,8 @@ class ExecutorConfigError(CurateError, ValueError):
 
 @dataclass(frozen=True)
 class ExecutorOptions:
+    tasks: int = 1  # datatrove tasks: the input files are split among them
+    workers: int = 1  # tasks run at the same time
     kind: str = "local"
     ray_address: str | None = None  # None: RAY_ADDRESS from the environment, else a local Ray started here
     cpus_per_task: int = 1
@@ -32,6 +34,9 @@ class ExecutorOptions:
     dry_run: bool = False
 
     def validate(self) -> None:
+        for flag, value in (("--tasks", self.tasks), ("--workers", self.workers)):
+            if value < 1:
+                raise ExecutorConfigError(f"{flag} must be at least 1, not {value}")
         if self.kind not in EXECUTORS:
             raise ExecutorConfigError(f"unknown executor {self.kind!r}; choose one of {', '.join(EXECUTORS)}")
         if self.kind == "slurm" and not self.partition:

@@ -40,6 +40,10 @@ SAMPLE_GLOB = str(SAMPLE_CORPUS / "*.jsonl")  # what a command without --input r
 
 # The option groups a job can be composed of; each is one help panel on the command line and one config object.
 INPUT, CLEANING, SERVER, EXECUTOR = "input", "cleaning", "server", "executor"
+# The help panel of a job's own options that say where and how its result is written: the output folder and what
+# happens to one that holds another result, files written beside it (a report, a plot), and what the written dataset
+# carries besides its rows (the card's license, source columns kept).
+OUTPUT_PANEL = "Output"
 
 # Help shared by the options that several jobs have.
 CLASSIFIER_HELP = "Registered classifier ('cues' = newest cues_vN, or a versioned name)."
@@ -59,7 +63,7 @@ def option(help: str, *flags: str, default: Any = dataclasses.MISSING, argument:
            panel: str | None = None, **bounds) -> Any:
     """A job field that the command line offers: its help; its flags where they are not --FIELD-NAME ('--output',
     '-o'; a bool given its one flag has no --no- form), or `argument`: a positional argument; its help panel where
-    not the command's own (a group's option with this command's help); typer's bounds (min=1, max=0.99), which a
+    not the command's own (OUTPUT_PANEL, or a group's option with this command's help); typer's bounds (min=1, max=0.99), which a
     flow checks too; and its default (none: the option is required)."""
     metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument, "panel": panel}
     return dataclasses.field(default=default, metadata=metadata)
@@ -103,10 +107,9 @@ class TagJob:
     """Tag a corpus: one attribute row per document in OUTPUT/CLASSIFIER/; an LLM classifier (llm, cascade) tags
     through its own job, on the model server the server group describes."""
 
-    output: Path = option("Tags root; shards go to OUTPUT/CLASSIFIER/.", "--output", "-o", default=Path("tags"))
+    output: Path = option("Tags root; shards go to OUTPUT/CLASSIFIER/.", "--output", "-o", default=Path("tags"),
+                          panel=OUTPUT_PANEL)
     classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
     batch_size: int = option("Documents per classifier call.", default=64, min=1)
     verify_inputs: bool = option(VERIFY_INPUTS_HELP, "--verify-inputs", default=False)
     limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
@@ -130,7 +133,7 @@ class TagLLMJob:
 
     model: str = option("Model: hub name or local directory (also the tokenizer unless --tokenizer).")
     output: Path = option("Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).", "--output", "-o",
-                          default=Path("tags"))
+                          default=Path("tags"), panel=OUTPUT_PANEL)
     mode: str = option("per-behavior (four requests sharing the document prefix) or joint (one JSON answer).",
                        default="per-behavior")
     structured: bool = option("Ask the server for JSON by schema (response_format).", default=False)
@@ -146,8 +149,6 @@ class TagLLMJob:
     request_timeout: float = option("Seconds per request before it is retried.", default=300.0, min=1)
     records_per_chunk: int = option("Documents per checkpoint chunk (a killed run resumes from the last one).",
                                     default=500, min=1)
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
     limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
     chat_template_kwargs: str | None = option(
         "JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model family; "
@@ -172,15 +173,13 @@ class DedupJob:
     built dataset (in place when OUTPUT is that dataset)."""
 
     input: str = option(CLEANED_HELP, argument=True)
-    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o")
+    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o", panel=OUTPUT_PANEL)
     threshold: float = option("Jaccard similarity above which two texts are near duplicates.", default=0.75,
                               min=0.05, max=0.99)
     ngrams: int = option("Word shingle size of MinHash.", default=5, min=1)
     text_key: str | None = option("Field compared (default: question if present, else text).", default=None)
     id_key: str = option(ID_KEY_HELP, default="id")
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL, without=("gpus_per_task",))
 
     def record(self) -> dict:
@@ -197,7 +196,7 @@ class DecontamJob:
     against: str = option("Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, mmlu_stem, "
                           "arc_challenge, aime24, amc23), files or hf:ORG/NAME@split; '=FIELD+FIELD' picks a source's "
                           "text fields.")
-    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o")
+    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o", panel=OUTPUT_PANEL)
     fields: str | None = option("Comma-separated row fields to check (default: question,answer if present, else "
                                 "text).", default=None)
     ngrams: int = option("Word n-gram size.", default=13, min=2)
@@ -206,9 +205,7 @@ class DecontamJob:
     benchmarks_dir: Path | None = option("Local copies of the built-in benchmarks (or $CURATE_BENCHMARKS_DIR).",
                                          default=None)
     id_key: str = option(ID_KEY_HELP, default="id")
-    tasks: int = option(TASKS_HELP, default=1, min=1)
-    workers: int = option(WORKERS_HELP, default=1, min=1)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False)
+    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL, without=("gpus_per_task",))
 
     @property
@@ -240,7 +237,8 @@ class DistillJob:
     corpus those labels were made from."""
 
     labels: Path = option("Attribute shards to learn from (e.g. tags/cues_v6 or tags/llm_v1).")
-    output: Path = option("New model directory (heads, thresholds, metrics, PR plot).", "--output", "-o")
+    output: Path = option("New model directory (heads, thresholds, metrics, PR plot).", "--output", "-o",
+                          panel=OUTPUT_PANEL)
     # The defaults of curate.classifiers.distilled (DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CHUNKS), written out: that
     # module imports numpy and pyarrow, which --help must not wait for (tests/cli/test_tag_jobs.py compares them).
     embedding_model: str = option("SentenceTransformer path or name; the default is bundled (offline).",
@@ -265,4 +263,4 @@ class StatsJob:
     """Describe attribute shards: prevalence, co-occurrence, count histogram and null rate per behavior."""
 
     directory: Path = option("Tags root, one classifier's shards, or a built dataset.", argument=True)
-    plot: Path | None = option("Also draw prevalence and co-occurrence to this PNG.", default=None)
+    plot: Path | None = option("Also draw prevalence and co-occurrence to this PNG.", default=None, panel=OUTPUT_PANEL)

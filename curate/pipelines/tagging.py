@@ -39,9 +39,9 @@ def tag(job: TagJob, progress: bool = True) -> TagResult | LLMTagResult:
     """Runs the tag job: a rerun skips finished tasks. An LLM run returns its request and token counts too."""
     options = llm_options(job)
     if options is not None:
-        return run_llm_tagging(job.corpus, job.output, options, tasks=job.tasks, workers=job.workers, limit=job.limit,
-                               progress=progress, executor=job.executor)
-    return run_tagging(job.corpus, job.output, job.classifier, tasks=job.tasks, workers=job.workers,
+        return run_llm_tagging(job.corpus, job.output, options, tasks=job.executor.tasks,
+                               workers=job.executor.workers, limit=job.limit, progress=progress, executor=job.executor)
+    return run_tagging(job.corpus, job.output, job.classifier, tasks=job.executor.tasks, workers=job.executor.workers,
                        batch_size=job.batch_size, progress=progress, limit=job.limit, verify_inputs=job.verify_inputs,
                        executor=job.executor)
 
@@ -58,5 +58,5 @@ def tag_llm(job: TagLLMJob, progress: bool = True) -> LLMTagResult:
         if not isinstance(template_kwargs, dict):
             raise TagJobError("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'")
         options = dataclasses.replace(options, chat_template_kwargs=template_kwargs)
-    return run_llm_tagging(job.corpus, job.output, options, tasks=job.tasks, workers=job.workers, limit=job.limit,
-                           progress=progress, executor=job.executor)
+    return run_llm_tagging(job.corpus, job.output, options, tasks=job.executor.tasks, workers=job.executor.workers,
+                           limit=job.limit, progress=progress, executor=job.executor)

@@ -139,7 +139,7 @@ def test_cpt_and_its_flow_record_what_the_command_recorded_before_its_job(tagged
     selected = {**CPT_DEFAULTS, **common, "behaviors": "backtracking,verification", "seed": 3, "tolerance": 0.05,
                 "length_bins": 4, "length_match": "none", "length_trim": 0.05, "oversample": 1.5, "pack_length": 256,
                 "pack_format": "memmap", "license": "mit", "dedup": True, "require_solution": True}
-    assert job.record() == selected and job.tasks == 2
+    assert job.record() == selected and job.executor.tasks == 2
     rewrite = command_job(CPTJob, ["--tags", str(tagged), "--texts", texts, "--tokens", "2k", "--tokenizer", "tok",
                                    "--rewrite", "--model", "org/m", "--backend", "endpoint", "--max-doc-tokens", "512",
                                    "--max-new-tokens", "256", "--concurrency", "2", "--rewrite-oversample", "1.5",
@@ -152,8 +152,8 @@ def test_cpt_and_its_flow_record_what_the_command_recorded_before_its_job(tagged
     flow = CPTParameters(tags=str(tagged), texts=texts, tokens="2k", tokenizer="tok", output=str(tmp_path / "cpt"),
                          behaviors="backtracking,verification", min_behaviors=1, seed=3, tolerance=0.05, length_bins=4,
                          length_match="none", length_trim=0.05, oversample=1.5, pack_length=256, pack_format="memmap",
-                         license="mit", cleaning={"dedup": True}, require_solution=True, tasks=2)
-    assert flow.job().record() == job.record()
+                         license="mit", cleaning={"dedup": True}, require_solution=True, executor={"tasks": 2})
+    assert flow.job().record() == job.record() and flow.job().executor == job.executor
     assert flow.job().corpus == job.corpus and flow.job().cleaning == job.cleaning
     # A flow that skips the export says so in its record: the command's datasets are always exported.
     skipped = CPTParameters(**common, tokens="2k", output=str(tmp_path / "cpt"), export=False).job().record()

@@ -17,6 +17,7 @@ from curate.cli.groups import (
     SAMPLING_FLAGS,
     SERVER_FLAGS,
     cleaning_group,
+    executor_group,
     input_group,
     server_group,
 )
@@ -41,10 +42,62 @@ def test_commands_that_run_tasks_show_the_executor_panel_and_validate_the_option
                   if any("--slurm-partition" in p.opts for p in command.params)]
     assert set(runs_tasks) == {"tag", "tag-llm", "build", "dedup", "decontam", "cpt", "filter-passrate"}
     for name in runs_tasks:
-        assert {p.rich_help_panel for p in group.commands[name].params if "--executor" in p.opts} == {"Executor"}
+        executor = [p for p in group.commands[name].params if {"--executor", "--tasks", "--workers"} & set(p.opts)]
+        assert len(executor) == 3 and {p.rich_help_panel for p in executor} == {"Executor"}, name
+    # mcqa's --workers (processes checking answers) is its own option, not the executor's.
+    mcqa = {p.name: p for p in group.commands["mcqa"].params}
+    assert mcqa["workers"].rich_help_panel is None and "tasks" not in mcqa
     result = CliRunner().invoke(app, ["tag", "--executor", "slurm", "--output", str(tmp_path / "tags")])
     assert result.exit_code == 2 and "needs --slurm-partition" in result.output
     assert not (tmp_path / "tags").exists()
+
+
+def test_executor_group_hands_tasks_and_workers_in_the_options_unless_the_command_goes_without():
+    seen = {}
+    local = typer.Typer()
+
+    @local.command()
+    @executor_group
+    def run(*, runs_on: ExecutorOptions) -> None:
+        seen["runs_on"] = runs_on
+
+    assert CliRunner().invoke(local, ["--tasks", "4", "--workers", "2"]).exit_code == 0
+    assert seen["runs_on"] == ExecutorOptions(tasks=4, workers=2)
+    refused = CliRunner().invoke(local, ["--workers", "0"])
+    assert refused.exit_code == 2 and "--workers" in refused.output
+
+    once = typer.Typer()
+
+    @once.command()
+    @executor_group(without=("tasks", "workers"))
+    def run_once(*, runs_on: ExecutorOptions) -> None:
+        seen["runs_on"] = runs_on
+
+    assert CliRunner().invoke(once, []).exit_code == 0 and seen["runs_on"] == ExecutorOptions()
+    unoffered = CliRunner().invoke(once, ["--tasks", "4"])
+    assert unoffered.exit_code == 2 and "No such option" in unoffered.output
+
+
+# The options that say where and how a command writes its result, by command: the output folder and the claim on it,
+# the files written beside it, what the written dataset carries besides its rows.
+OUTPUT_OPTIONS = {
+    "tag": {"output"}, "tag-llm": {"output"}, "distill": {"output"}, "stats": {"plot"},
+    "build": {"output", "overwrite", "license", "keep_columns"}, "cpt": {"output", "overwrite", "license"},
+    "multihop": {"output", "overwrite", "license"}, "priming": {"output", "overwrite"}, "mcqa": {"output", "overwrite"},
+    "dedup": {"output", "overwrite"}, "decontam": {"output", "overwrite"}, "export": {"output", "overwrite"},
+    "filter-passrate": {"output", "overwrite"}, "handoff": {"output", "overwrite"}, "audit-policy": {"output"},
+    "audit-verifier": {"output", "overwrite", "report", "plot", "verdicts"},
+}
+
+
+def test_the_options_that_say_where_and_how_the_result_is_written_show_in_the_output_panel():
+    group = typer.main.get_command(app)
+    placed = {name: {p.name for p in command.params if p.rich_help_panel == "Output"}
+              for name, command in group.commands.items()}
+    assert {name: names for name, names in placed.items() if names} == OUTPUT_OPTIONS
+    shown = CliRunner().invoke(app, ["build", "--help"], env={"COLUMNS": "200"}).output
+    output_panel = shown.split("─ Output ─")[1].split("╰")[0]
+    assert all(flag in output_panel for flag in ("--output", "--overwrite", "--license", "--keep-columns")), shown
 
 
 def test_the_llm_commands_show_the_model_server_panel():

@@ -39,8 +39,8 @@ def test_build_records_what_it_recorded_before_its_job(tmp_path):
             "--seed", "3", "--license", "mit", "--keep-columns", "topic, style", "--dedup", "--decontam",
             f"{bench}=question", "-c", "cues_v6", "--tasks", "2", "--executor", "slurm", "--slurm-partition", "cpu"]
     job = job_from(BuildJob, argv)
-    assert (job.tasks, job.executor, job.cleaning) == (
-        2, ExecutorOptions(kind="slurm", partition="cpu"), Cleaning(dedup=True, decontam=f"{bench}=question"))
+    assert (job.executor, job.cleaning) == (
+        ExecutorOptions(tasks=2, kind="slurm", partition="cpu"), Cleaning(dedup=True, decontam=f"{bench}=question"))
     # The parameters `curate build` wrote into OUTPUT/.curate-output.json for these options before the job (e6b7a11).
     assert job.record() == {
         "behaviors": "backtracking,verification", "input": f"{tmp_path}/corpus/*.jsonl", "tags": str(tmp_path / "tags"),

@@ -12,8 +12,11 @@ from pydantic import ValidationError
 from curate.errors import CurateError
 from curate.flows.common import CleaningParameters, ExecutorParameters
 from curate.flows.cpt import CPTParameters
+from curate.flows.mcqa import McqaParameters
+from curate.flows.tag import TagParameters
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
+from curate.pipelines.jobs import SAMPLE_GLOB
 
 
 def test_the_parameters_have_the_fields_of_the_options_they_build():
@@ -27,6 +30,20 @@ def test_the_parameters_have_the_fields_of_the_options_they_build():
         CleaningParameters(dedupe=True)  # a misspelt option is refused, not ignored
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         ExecutorParameters(cpus_per_task=0)
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        ExecutorParameters(tasks=0)
+    with pytest.raises(CurateError, match="--workers must be at least 1"):
+        ExecutorOptions(workers=0).validate()
+
+
+def test_tasks_and_workers_given_flat_as_older_deployments_give_them_are_the_executors():
+    nested = TagParameters(input=SAMPLE_GLOB, executor={"tasks": 4, "workers": 2})
+    assert TagParameters(input=SAMPLE_GLOB, tasks=4, workers=2) == nested
+    assert nested.job().executor == ExecutorOptions(tasks=4, workers=2)
+    with pytest.raises(ValidationError, match="tasks: given both at the top level and in executor"):
+        TagParameters(input=SAMPLE_GLOB, tasks=4, executor={"tasks": 4})
+    # mcqa has no executor: its `workers` (processes checking answers) is its own parameter.
+    assert McqaParameters(inputs=[SAMPLE_GLOB], output="out", workers=3).job().workers == 3
 
 
 def test_a_flow_refuses_the_cleaning_its_command_refuses_with_the_same_message(tmp_path, shared_data):
