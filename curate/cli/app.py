@@ -61,6 +61,11 @@ class CurateGroup(TyperGroup):
         except TYPER_SIGNALS:
             raise  # typer's own exits and usage errors, handled by typer
         except USER_ERRORS as error:
+            if _raised_while_interrupted(error):
+                # `timeout` and schedulers signal the whole process group: a helper process (the local executor's
+                # multiprocess manager) dies first, and the interrupt's unwinding then fails on its closed socket.
+                console.print("[bold yellow]interrupted:[/] run the same command again to resume")
+                raise typer.Exit(130) from None
             if isinstance(error, _job_submitted()):
                 console.print(f"[yellow]{error}[/]")
                 raise typer.Exit(0) from None
@@ -70,6 +75,17 @@ class CurateGroup(TyperGroup):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _raised_while_interrupted(error: BaseException) -> bool:
+    """Whether `error` was raised while a KeyboardInterrupt (Ctrl-C, SIGTERM) was unwinding."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__context__
+    return False
 
 
 def _job_submitted() -> tuple[type, ...]:

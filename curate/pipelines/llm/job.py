@@ -10,9 +10,12 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from datatrove.pipeline.inference.servers.base import ServerError
+
 from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
+from curate.pipelines.llm.server import ModelServerError, server_failure
 from curate.pipelines.tag import failed_tasks
 
 
@@ -52,8 +55,12 @@ def claim_job(record: Path, config: dict, what: str, fix: str, overwrite: bool =
 def run_job(pipeline: list, executor: ExecutorOptions, tasks: int, workers: int, logs: Path, job_name: str,
             what: str) -> None:
     """Runs a pipeline that ends in a CurateInferenceRunner (Slurm: raises JobSubmitted); a task that did not
-    complete fails the job, and the same call resumes it."""
-    run_pipeline(pipeline, executor, tasks, workers, logs, job_name=job_name)
+    complete fails the job, and the same call resumes it. A server that did not start or answer (raised here when the
+    task ran in this process) is a ModelServerError naming the server, not datatrove's traceback."""
+    try:
+        run_pipeline(pipeline, executor, tasks, workers, logs, job_name=job_name)
+    except ServerError as error:
+        raise ModelServerError(f"{what}: {server_failure(pipeline[-1].config, error)}") from None
     failed = failed_tasks(logs, tasks)
     if failed:
         raise RuntimeError(f"{len(failed)} of {tasks} {what} tasks did not complete (ranks {failed[:10]}); see "

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
+import threading
 from dataclasses import dataclass, field, fields
 
 from datatrove.pipeline.inference.run_inference import InferenceConfig, InferenceRunner
@@ -33,6 +35,23 @@ DEFAULT_START_RETRIES = {"vllm": 2, "endpoint": 1, "transformers": 1}
 
 class ServerConfigError(CurateError, ValueError):
     pass
+
+
+class ModelServerError(CurateError, RuntimeError):
+    """The job's model server did not start, did not answer, or went away (datatrove's ServerError)."""
+
+
+def server_failure(config: InferenceConfig, error: BaseException) -> str:
+    """One line on why a job's server failed and where to look, from the job's InferenceConfig."""
+    attempts = config.server_start_max_retries + 1
+    waited = f"{config.server_start_timeout_sec:g} s per attempt, {attempts} attempt{'s' if attempts > 1 else ''}"
+    if config.server_type == "endpoint":
+        where = f"the endpoint {config.endpoint_url} ({config.model_name_or_path}) did not answer ({waited})"
+        fix = "check --endpoint-url and that the server is up"
+    else:
+        where = f"the {config.server_type} server for {config.model_name_or_path} did not start or answer ({waited})"
+        fix = f"its log is under {config.server_log_folder}"
+    return f"{where}: {error}; {fix}, then rerun the same command to resume"
 
 
 @dataclass(frozen=True)
@@ -177,3 +196,34 @@ class CurateInferenceRunner(InferenceRunner):
 
         server._make_request = bounded_request
         return server
+
+    async def run_async(self, data_gen, rank: int = 0) -> None:
+        """datatrove's run_async, stopped on SIGTERM the way asyncio.run stops on Ctrl-C: the job is cancelled and
+        unwinds in order (requests, then the request cache, then the server), and KeyboardInterrupt is raised after.
+
+        The CLI turns SIGTERM into KeyboardInterrupt raised wherever the main thread is. Raised inside the event
+        loop, it skips the job's own cleanup: asyncio.run then cancels every task at once, the request cache's
+        writer task among them, so the cache never closes its SQLite connection, whose worker thread is not a
+        daemon, and the process printed its error and then waited on that thread forever. Only where SIGTERM
+        already raises KeyboardInterrupt (the CLI's main thread) is it taken over: a forked task worker keeps
+        the default action, which the local pool relies on to stop it."""
+        previous = signal.getsignal(signal.SIGTERM)
+        if threading.current_thread() is not threading.main_thread() or previous is not signal.default_int_handler:
+            return await super().run_async(data_gen, rank)
+        loop, job, interrupted = asyncio.get_running_loop(), asyncio.current_task(), []
+
+        def on_terminate() -> None:
+            if not interrupted:  # once: a second cancel would cut the cleanup short and leave the cache open
+                interrupted.append(True)
+                job.cancel()
+
+        loop.add_signal_handler(signal.SIGTERM, on_terminate)
+        try:
+            await super().run_async(data_gen, rank)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)  # resets SIG_DFL: put the CLI's handler back
+            signal.signal(signal.SIGTERM, previous)
