@@ -51,13 +51,15 @@ from typing import Annotated, Any
 
 import typer
 
-from curate.cli.options import ID_KEY_HELP, SPLIT_HELP, input_spec, llm_tag_config, sampling_config
+from curate.cli.options import input_spec, llm_tag_config, sampling_config
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.jobs import (
     CLEANING,
     EXECUTOR,
+    ID_KEY_HELP,
     INPUT,
     SERVER,
+    SPLIT_HELP,
     TASKS_HELP,
     WORKERS_HELP,
     field_types,

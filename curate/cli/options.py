@@ -1,55 +1,16 @@
-"""What the commands share: option types, the input spec, the output claim, errors and summaries (the input,
+"""What the commands share: the input spec, the output claim, errors and summaries (the input,
 executor, model-server and cleaning options are groups of their own: curate.cli.groups)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli.app import console
-from curate.pipelines.jobs import (
-    ALLOW_PARTIAL_HELP,
-    CLASSIFIER_HELP,
-    DEVICE_HELP,
-    ID_KEY_HELP,
-    OVERWRITE_HELP,
-    SAMPLE_CORPUS,
-    SAMPLE_GLOB,
-    SPLIT_HELP,
-    TASKS_HELP,
-    VERIFY_INPUTS_HELP,
-    WORKERS_HELP,
-)
-
-IdKey = Annotated[str, typer.Option(help=ID_KEY_HELP)]
-
-
-Split = Annotated[str, typer.Option(help=SPLIT_HELP)]
-
-
-ClassifierOption = Annotated[str, typer.Option("--classifier", "-c", help=CLASSIFIER_HELP)]
-
-
-Tasks = Annotated[int, typer.Option(help=TASKS_HELP, min=1)]
-
-
-Workers = Annotated[int, typer.Option(help=WORKERS_HELP, min=1)]
-
-
-DeviceOption = Annotated[str, typer.Option(help=DEVICE_HELP)]
-
-
-VerifyInputs = Annotated[bool, typer.Option("--verify-inputs", help=VERIFY_INPUTS_HELP)]
-
-
-AllowPartial = Annotated[bool, typer.Option("--allow-partial", help=ALLOW_PARTIAL_HELP)]
-
-
-OverwriteOption = Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)]
+from curate.pipelines.jobs import SAMPLE_CORPUS, SAMPLE_GLOB
 
 
 def write_once(output: Path, command: str, parameters: dict, write, inputs=None, overwrite: bool = False,

@@ -68,12 +68,12 @@ def test_curate_deploy_registers_with_a_live_server_and_a_worker_runs_the_deploy
     assert priming.work_pool_name == tag.work_pool_name == POOL
     assert [s.schedule.cron for s in priming.schedules] == ["0 4 * * 0"]
     assert [s.schedule.cron for s in tag.schedules] == ["0 2 * * *"]
-    assert priming.parameters["params"]["variants"] == "all"
+    assert priming.parameters["params"]["variant"] == "all"
 
     shutil.copytree(SAMPLE_CORPUS, project / "corpus")
     runs = [
         run_deployment("priming/weekly-priming", timeout=0, parameters={
-            "params": {"variants": "empty_cot", "output": "datasets/priming", "n": 4, "test_n": 2}}),
+            "params": {"variant": "empty_cot", "output": "datasets/priming", "n": 4, "test_n": 2}}),
         run_deployment("tag/nightly-tag", timeout=0),  # as scheduled: corpus/*.jsonl into tags/
     ]
     worked = cli([str(bin_dir / "prefect"), "worker", "start", "--pool", POOL, "--run-once"], server, project)
