@@ -61,6 +61,7 @@ BUILTIN: dict[str, str] = {
     "cues_v9": "curate.classifiers.cues_v9",
     "cues_v10": "curate.classifiers.cues_v10",
     "cues_v11": "curate.classifiers.cues_v11",
+    "cues_v12": "curate.classifiers.cues_v12",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",

@@ -6,7 +6,7 @@ from curate.classifiers import get_classifier
 from curate.classifiers.cues import CHUNK_CHARS
 
 
-@pytest.fixture(scope="module", params=["cues_v1", "cues_v2", "cues_v3", "cues_v4", "cues_v5", "cues_v6", "cues_v7", "cues_v8", "cues_v9", "cues_v10", "cues_v11"])
+@pytest.fixture(scope="module", params=["cues_v1", "cues_v2", "cues_v3", "cues_v4", "cues_v5", "cues_v6", "cues_v7", "cues_v8", "cues_v9", "cues_v10", "cues_v11", "cues_v12"])
 def cues(request):
     return get_classifier(request.param)
 
@@ -94,6 +94,7 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
     from curate.classifiers.cues_v9 import CUES_V9
     from curate.classifiers.cues_v10 import CUES_V10
     from curate.classifiers.cues_v11 import CUES_V11
+    from curate.classifiers.cues_v12 import CUES_V12
 
     for key, cue in cues.cues.items():
         words = cue.pattern.split()
@@ -106,7 +107,7 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
     assert len(cues.cues) == len(
         {"cues_v1": CUES, "cues_v2": CUES_V2, "cues_v3": CUES_V3, "cues_v4": CUES_V4, "cues_v5": CUES_V5,
          "cues_v6": CUES_V6, "cues_v7": CUES_V7, "cues_v8": CUES_V8, "cues_v9": CUES_V9,
-         "cues_v10": CUES_V10, "cues_v11": CUES_V11}[cues.name]
+         "cues_v10": CUES_V10, "cues_v11": CUES_V11, "cues_v12": CUES_V12}[cues.name]
     )
 
 
