@@ -32,9 +32,10 @@ gives multiplied out ("wants to make 3 of these, so she needs 8 * 3") stay out.
 Tuning figures, macro F1 v11 -> v12 (real texts): dev 0.84 -> 0.84, held-out 0.79 -> 0.79, round 1 0.74 -> 0.75, round
 2 0.67 -> 0.70, round 3 0.67 -> 0.69, precision reads 0.71 -> 0.71 and 0.72 -> 0.72; backtracking precision on the
 five blind sets together 0.75 -> 0.81, backward-chaining precision 0.68 -> 0.72. Labels changed on 20 of the 4,000
-random real texts of the project's real mix that the label-diff check reads, 40 of all 10,463; read by hand, 40 of the first 51 changes were right, and
-the guards were then narrowed on those reads (a problem's "to check a post", "too messy to verify", counts multiplied
-out), which leaves 37 of the 40. Many of the mix's MATH-500 traces are also tuning texts, so that read is not blind.
+random real texts of the project's real mix that the label-diff check reads, 40 of all 10,463. Read by hand, 40 of the
+first 51 changes were right; the guards were then narrowed on those reads (a problem's "to check a post", "too messy
+to verify", counts multiplied out), which leaves 37 of 40. Many of the mix's MATH-500 traces are also tuning texts, so
+that read is not blind.
 These are tuning figures: only a fresh test set says whether the guards carry over.
 """
 
