@@ -87,7 +87,8 @@ from curate.pipelines.executors import (
     run_stages,
 )
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
+from curate.pipelines.llm.options import ServerOptions
+from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
 from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.state import STATE, folder_signature, write_once

@@ -39,7 +39,8 @@ from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions, inference_config
+from curate.pipelines.llm.options import ServerOptions
+from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
 from curate.puzzles.countdown import Problem, check_expression
 from curate.rewards.equivalence import shared_checker
 

@@ -31,7 +31,8 @@ from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
+from curate.pipelines.llm.options import ServerConfigError, ServerOptions
+from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
 from curate.pipelines.steps import AtomicOutput
 
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "priming_judge_v1"

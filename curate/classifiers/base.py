@@ -96,6 +96,15 @@ def resolve_name(spec: str) -> tuple[str, str | None]:
     return name, (argument or None)
 
 
+# Classifier families that ask a model server for their labels: a job that runs one needs --model and a server.
+SERVED_FAMILIES = ("llm_", "cascade_")
+
+
+def needs_model_server(spec: str) -> bool:
+    """Whether the classifier `spec` names asks a model server (llm, cascade) rather than labelling in process."""
+    return resolve_name(spec)[0].startswith(SERVED_FAMILIES)
+
+
 def get_classifier(spec: str, **options) -> Classifier:
     name, argument = resolve_name(spec)
     if name not in _REGISTRY:

@@ -305,8 +305,9 @@ def judge_server(policy, model: str | None, backend: str | None = None, endpoint
 
 
 def server_options(**fields):
-    """A plain ServerOptions, imported when the command runs: curate.pipelines.llm imports datatrove."""
-    from curate.pipelines.llm.server import ServerOptions
+    """A plain ServerOptions, imported when the command runs (curate.pipelines.llm.options imports datatrove's server
+    classes, which `--help` need not load)."""
+    from curate.pipelines.llm.options import ServerOptions
 
     return ServerOptions(**fields)
 

@@ -36,14 +36,17 @@ def tag(job: TagJob) -> None:
 
         curate tag --classifier llm --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tasks 8 --workers 4 --gpus-per-task 2 --input 'owm/*.parquet' -o tags/
     """
-    from curate.pipelines.llm_tag import LLMTagResult
-    from curate.pipelines.tagging import tag as run_tag_job
+    from curate.classifiers import needs_model_server
 
     started = time.perf_counter()
-    result = run_tag_job(job)
-    if isinstance(result, LLMTagResult):
-        llm_tag_summary(result)
+    if needs_model_server(job.classifier):
+        from curate.pipelines.tagging import tag as run_tag_job
+
+        llm_tag_summary(run_tag_job(job))
         return
+    from curate.pipelines.tag import tag_job  # cues start without the LLM job stack (curate.pipelines.tagging)
+
+    result = tag_job(job)
     rows = tag_rows(result.tags_dir, result.rejects_dir, time.perf_counter() - started) + update_rows(result)
     summary(f"Tagged → {result.tags_dir}", rows)
 

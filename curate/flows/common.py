@@ -27,7 +27,7 @@ from curate.errors import CurateError
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executors import ExecutorOptions
 from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types, groups
-from curate.pipelines.llm.server import ServerOptions
+from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import claim_output
 

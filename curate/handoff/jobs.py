@@ -13,7 +13,7 @@ from curate.pipelines.jobs import EXECUTOR, OUTPUT_PANEL, OVERWRITE_HELP, SERVER
 
 if TYPE_CHECKING:  # they import datatrove
     from curate.handoff.passrate import SamplingOptions
-    from curate.pipelines.llm.server import ServerOptions
+    from curate.pipelines.llm.options import ServerOptions
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,7 +55,8 @@ from curate.handoff.passrate import SamplingOptions, row_key, run_sampling
 from curate.handoff.verifier_audit import Pair, answer_type, json_lines
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner, ServerOptions
+from curate.pipelines.llm.options import ServerOptions
+from curate.pipelines.llm.server import CurateInferenceRunner
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards import get_reward
 from curate.rewards.equivalence import shared_checker

@@ -56,7 +56,8 @@ from curate.handoff.export import Exporter, ExportError, RowRejected, input_file
 from curate.handoff.jobs import PassRateJob
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
+from curate.pipelines.llm.options import ServerConfigError, ServerOptions
+from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
 from curate.pipelines.state import STATE, folder_signature, write_once
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards.registry import get_reward

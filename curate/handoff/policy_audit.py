@@ -46,7 +46,7 @@ from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.jobs import PolicyAuditJob
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
-from curate.pipelines.llm.server import ServerOptions
+from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.steps import batched

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 if TYPE_CHECKING:  # they import datatrove
-    from curate.pipelines.llm.server import ServerOptions
+    from curate.pipelines.llm.options import ServerOptions
     from curate.pipelines.llm_tag import LLMTagOptions
     from curate.pipelines.readers import InputSpec
 

@@ -38,7 +38,8 @@ from curate.classifiers.llm import (
 from curate.console import ProgressBar
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner, ServerConfigError, ServerOptions, inference_config
+from curate.pipelines.llm.options import ServerConfigError, ServerOptions
+from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
 from curate.pipelines.tag import TagResult, check_manifest, recorded_tasks, report_duplicate_ids

@@ -18,10 +18,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curate.classifiers import resolve_name
+from curate.classifiers import needs_model_server, resolve_name
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
+from curate.pipelines.jobs import TagJob
 from curate.pipelines.query import (
     DUPLICATE_REJECTS,
     count_rejects,
@@ -192,6 +193,23 @@ def purge_sources(out: Path, sources: list[str]) -> None:
 
 def generation_logs(out: Path, generation: str) -> Path:
     return out / "_logs" / generation if generation else out / "_logs"
+
+
+class TagJobError(CurateError, ValueError):
+    pass
+
+
+def tag_job(job: TagJob, progress: bool = True) -> TagResult:
+    """Runs the tag job of an in-process classifier (cues_vN, distilled); a rerun skips finished tasks. A job whose
+    classifier needs a model server runs through curate.pipelines.tagging.tag, which this module does not import:
+    `curate tag` with cues starts without loading the LLM job stack (datatrove's inference runner)."""
+    if needs_model_server(job.classifier):
+        raise TagJobError(f"--classifier {job.classifier} runs on a model server: use curate.pipelines.tagging.tag")
+    if job.model:
+        raise TagJobError("--model applies to --classifier llm or cascade only")
+    return run_tagging(job.corpus, job.output, job.classifier, tasks=job.executor.tasks, workers=job.executor.workers,
+                       batch_size=job.batch_size, progress=progress, limit=job.limit, verify_inputs=job.verify_inputs,
+                       executor=job.executor)
 
 
 def run_tagging(

@@ -1,35 +1,30 @@
-"""The tag jobs. `curate tag` and the tag flow run the tag job: a cheap classifier tags through `run_tagging`, an
-LLM one (llm, cascade) through `run_llm_tagging` on the job's model server, as `curate tag-llm` (the tag-llm job,
-with every LLM tagging option) would run it."""
+"""The tag jobs. `curate tag` and the tag flow run the tag job: a cheap classifier tags through
+curate.pipelines.tag.tag_job, an LLM one (llm, cascade) through `run_llm_tagging` on the job's model server, as
+`curate tag-llm` (the tag-llm job, with every LLM tagging option) would run it. `curate tag` imports this module
+only for an LLM classifier: importing it loads datatrove's inference runner, most of a second of start-up."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-from curate.classifiers import resolve_name
-from curate.errors import CurateError
+from curate.classifiers import needs_model_server, resolve_name
 from curate.pipelines.jobs import TagJob, TagLLMJob
 from curate.pipelines.llm_tag import LLMTagOptions, LLMTagResult, run_llm_tagging
-from curate.pipelines.tag import TagResult, run_tagging
-
-
-class TagJobError(CurateError, ValueError):
-    pass
+from curate.pipelines.tag import TagJobError, TagResult, tag_job
 
 
 def llm_options(job: TagJob) -> LLMTagOptions | None:
     """The LLM tagging options of a job whose classifier is an LLM (None for a cheap one): its server with `model`,
     tag-llm's request timeout and vLLM parallelism from --gpus-per-task. An unknown classifier, an LLM one without a
     model or a model for a cheap one fails here, before anything is tagged (the tag flow checks its parameters so)."""
-    resolved, _ = resolve_name(job.classifier)
-    if not resolved.startswith(("llm_", "cascade_")):
+    if not needs_model_server(job.classifier):
         if job.model:
             raise TagJobError("--model applies to --classifier llm or cascade only")
         return None
     if not job.model:
         raise TagJobError(f"--classifier {job.classifier} needs --model M (and --backend vllm|endpoint|transformers)")
-    gate = job.gate or ("cues" if resolved.startswith("cascade_") else None)
+    gate = job.gate or ("cues" if resolve_name(job.classifier)[0].startswith("cascade_") else None)
     server = {**dataclasses.asdict(job.server), "model": job.model, "tp": None, "request_timeout": 300.0}
     return LLMTagOptions(**server, mode=job.mode, structured=job.structured, max_doc_tokens=job.max_doc_tokens,
                          gate=gate)
@@ -41,9 +36,7 @@ def tag(job: TagJob, progress: bool = True) -> TagResult | LLMTagResult:
     if options is not None:
         return run_llm_tagging(job.corpus, job.output, options, tasks=job.executor.tasks,
                                workers=job.executor.workers, limit=job.limit, progress=progress, executor=job.executor)
-    return run_tagging(job.corpus, job.output, job.classifier, tasks=job.executor.tasks, workers=job.executor.workers,
-                       batch_size=job.batch_size, progress=progress, limit=job.limit, verify_inputs=job.verify_inputs,
-                       executor=job.executor)
+    return tag_job(job, progress=progress)
 
 
 def tag_llm(job: TagLLMJob, progress: bool = True) -> LLMTagResult:

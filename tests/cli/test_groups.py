@@ -25,7 +25,7 @@ from curate.cli.options import sampling_config
 from curate.handoff.passrate import SamplingOptions
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.llm.server import ServerOptions
+from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.readers import InputSpec
 
 

@@ -33,11 +33,11 @@ from curate.pipelines.executors import (
     make_executor,
     visible_gpus,
 )
-from curate.pipelines.llm.server import ServerConfigError, inference_config
+from curate.pipelines.llm.options import ServerConfigError
+from curate.pipelines.llm.server import inference_config
 from curate.pipelines.llm_tag import LLMTagOptions
 from tests.support.fault_server import FaultServer
-from tests.support.shared import HAS_SERVE
-from tests.support.shared import HAS_RAY, sample_texts
+from tests.support.shared import HAS_RAY, HAS_SERVE, sample_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_serve = pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")

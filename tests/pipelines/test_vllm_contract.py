@@ -222,7 +222,7 @@ def test_reasoning_flag_names_follow_the_vllm_version():
 
 
 def test_without_any_vllm_the_error_names_the_interpreter_and_the_extra(monkeypatch, tmp_path):
-    from curate.pipelines.llm.server import ServerConfigError, ServerOptions
+    from curate.pipelines.llm.options import ServerConfigError, ServerOptions
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))

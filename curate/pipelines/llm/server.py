@@ -1,5 +1,6 @@
-"""Server options shared by every job that calls a model (tagging, CPT rewrite, pass-rate sampling, the LLM
-writers, the judges), and the one translation of them into datatrove's InferenceConfig.
+"""The one translation of the server options every job that calls a model shares (ServerOptions, in
+curate.pipelines.llm.options: tagging, CPT rewrite, pass-rate sampling, the LLM writers, the judges) into datatrove's
+InferenceConfig, and the runner those jobs share.
 
 Backends: `vllm` (InferenceRunner spawns `vllm serve`, tp/dp), `endpoint` (any OpenAI-compatible URL; key from
 CURATE_API_KEY or OPENAI_API_KEY), `transformers` (spawns `transformers serve MODEL`, for CPU or a small GPU).
@@ -15,26 +16,21 @@ import os
 import shutil
 import signal
 import threading
-from dataclasses import dataclass, field, fields
 
 from datatrove.pipeline.inference.run_inference import InferenceConfig, InferenceRunner
 from datatrove.pipeline.inference.servers import CustomServer, InferenceServer
 from datatrove.pipeline.inference.servers.base import ServerError
 
 from curate.errors import CurateError
-from curate.pipelines.vllm_serve import CurateVLLMServer, VLLMSetupError, check_vllm, executable_path, reasoning_flags
+from curate.pipelines.llm.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_START_RETRIES,
+    DEFAULT_START_TIMEOUT,
+    ServerOptions,
+)
+from curate.pipelines.vllm_serve import CurateVLLMServer, check_vllm, executable_path, reasoning_flags
 
-BACKENDS = ("vllm", "endpoint", "transformers")
 API_KEY_VARIABLES = ("CURATE_API_KEY", "OPENAI_API_KEY")
-DEFAULT_CONCURRENCY = {"vllm": 256, "endpoint": 32, "transformers": 4}
-# One start attempt: spawning the server (on a retry, waiting for another task's first start) and then until it
-# answers. A real model's first vLLM start (weights from a network disk, torch.compile, CUDA graphs) takes minutes.
-DEFAULT_START_TIMEOUT = {"vllm": 1800.0, "endpoint": 300.0, "transformers": 600.0}
-DEFAULT_START_RETRIES = {"vllm": 2, "endpoint": 1, "transformers": 1}
-
-
-class ServerConfigError(CurateError, ValueError):
-    pass
 
 
 class ModelServerError(CurateError, RuntimeError):
@@ -52,67 +48,6 @@ def server_failure(config: InferenceConfig, error: BaseException) -> str:
         where = f"the {config.server_type} server for {config.model_name_or_path} did not start or answer ({waited})"
         fix = f"its log is under {config.server_log_folder}"
     return f"{where}: {error}; {fix}, then rerun the same command to resume"
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    """Which model, on which server, started how. A job's options extend this class with the job's own settings
-    (sampling, prompts, budgets), so that every job validates and configures its server the same way."""
-
-    model: str
-    backend: str = "transformers"
-    endpoint_url: str | None = None
-    tp: int | None = None  # None: the GPUs per task for vllm, else 1
-    dp: int = 1
-    server_args: dict = field(default_factory=dict)  # extra server flags, KEY -> VALUE (True: a bare flag)
-    concurrency: int | None = None  # requests in flight; None: DEFAULT_CONCURRENCY of the backend
-    request_timeout: float = 600.0
-    device: str = "auto"  # transformers backend only
-    chat_template_kwargs: dict | None = None  # None: the model family's default (Qwen3: thinking off), else {}
-    reasoning_parser: str | None = None  # vllm only: the server splits <think> off into `reasoning`
-    server_start_timeout: float | None = None  # seconds per start attempt; None: DEFAULT_START_TIMEOUT
-    server_start_retries: int | None = None  # None: DEFAULT_START_RETRIES
-    max_model_len: int | None = None  # the server's context; None: what one request of the job needs
-
-    @property
-    def server(self) -> ServerOptions:
-        """The server part alone (a job's options are ServerOptions plus their own settings)."""
-        return ServerOptions(**{f.name: getattr(self, f.name) for f in fields(ServerOptions)})
-
-    def tensor_parallel(self, gpus_per_task: int = 0) -> int:
-        if self.tp is not None:
-            return self.tp
-        return gpus_per_task if self.backend == "vllm" and gpus_per_task else 1
-
-    def validate(self, gpus_per_task: int = 0) -> None:
-        if not self.model:
-            raise ServerConfigError("--model is required (a hub name or a local directory)")
-        if self.backend not in BACKENDS:
-            raise ServerConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
-        if self.backend == "endpoint" and not self.endpoint_url:
-            raise ServerConfigError("--backend endpoint needs --endpoint-url (an OpenAI-compatible base URL ending in /v1)")
-        if self.backend != "endpoint" and self.endpoint_url:
-            raise ServerConfigError("--endpoint-url only applies to --backend endpoint")
-        if self.backend == "transformers" and shutil.which("transformers", path=executable_path()) is None:
-            raise ServerConfigError("--backend transformers needs `transformers serve`: pip install 'curate[serve]'")
-        if self.backend == "endpoint" and gpus_per_task:
-            raise ServerConfigError("--gpus-per-task applies to servers this job starts (vllm, transformers); "
-                                    "an endpoint's GPUs are its own")
-        parallel = self.tensor_parallel(gpus_per_task) * self.dp
-        if self.backend == "vllm" and gpus_per_task and parallel != gpus_per_task:
-            raise ServerConfigError(
-                f"--tp {self.tensor_parallel(gpus_per_task)} x --dp {self.dp} = {parallel} GPUs per server, but each task "
-                f"gets --gpus-per-task {gpus_per_task}; make them equal (--tp defaults to --gpus-per-task)"
-            )
-        if self.reasoning_parser and self.backend != "vllm":
-            raise ServerConfigError("--reasoning-parser is a flag of `vllm serve`; it applies to --backend vllm only")
-        if self.backend == "vllm":
-            try:
-                _, version = check_vllm()
-                if self.reasoning_parser:
-                    reasoning_flags(self.reasoning_parser, version)
-            except VLLMSetupError as error:
-                raise ServerConfigError(str(error)) from None
 
 
 def inference_config(server: ServerOptions, log_folder: str, gpus_per_task: int = 0, *, context_tokens: int,
