@@ -61,11 +61,6 @@ class TagResult:
     removed_files: list[str] = field(default_factory=list)  # input files gone since; their rows were dropped
 
 
-def tags_dir_for(tags_root: str | Path, classifier: str) -> Path:
-    name, _ = resolve_name(classifier)
-    return Path(tags_root) / name
-
-
 def _write_json(path: Path, data: dict) -> None:
     write_text_atomic(path, json.dumps(data, indent=2))
 

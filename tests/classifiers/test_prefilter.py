@@ -38,15 +38,17 @@ def assert_same(version, texts):
 
 @pytest.fixture(scope="module")
 def sample_texts(tmp_path_factory):
-    """The real sample, read once for all versions."""
+    """The real sample, read once for all versions: 20 texts per source and genre (about 1 MB, every Sky-T1 trace
+    genre among them). The engine every version shares is checked on the whole mix by the newest version below; this
+    sample checks each version's own cue list, twelve versions at about 5 s each."""
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA} (set CURATE_SHARED_DATA)")
-    return real_texts(SHARED_DATA, tmp_path_factory.mktemp("prefilter"), per_source=40)
+    return real_texts(SHARED_DATA, tmp_path_factory.mktemp("prefilter"), per_source=20)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_same_labels_on_a_sample_of_every_genre(sample_texts, version):
-    assert len(sample_texts) >= 300
+    assert len(sample_texts) >= 200
     assert_same(version, sample_texts)
 
 

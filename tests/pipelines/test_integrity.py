@@ -15,8 +15,8 @@ import duckdb
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
+from curate.classifiers import resolve_name
 from curate.cli import app
-from curate.pipelines.tag import tags_dir_for
 
 runner = CliRunner()
 
@@ -34,7 +34,7 @@ def write_docs(path: Path, prefix: str, n: int, mode: str = "w") -> None:
 
 
 def tag_rows(tags_root: Path) -> list[tuple]:
-    folder = tags_dir_for(tags_root, "cues")
+    folder = Path(tags_root) / resolve_name("cues")[0]
     return duckdb.sql(f"SELECT id, source FROM read_parquet('{folder}/*.parquet')").fetchall()
 
 
@@ -71,7 +71,7 @@ def test_verify_inputs_sees_a_change_that_keeps_size_and_mtime(tmp_path: Path):
     corpus.write_text(json.dumps({"id": "x", "text": after}) + "\n")
     os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     run("tag", "--input", str(corpus), "--output", str(tags))
-    folder = tags_dir_for(tags, "cues")
+    folder = Path(tags) / resolve_name("cues")[0]
     assert duckdb.sql(f"SELECT backtracking FROM '{folder}/*.parquet'").fetchall() == [(0,)]
     result = run("tag", "--input", str(corpus), "--output", str(tags), "--verify-inputs")
     assert "new or changed" in result.output
@@ -135,7 +135,7 @@ def test_an_interrupted_tag_leaves_no_finished_looking_shard_and_resumes(tmp_pat
         write_docs(corpus / f"part{k}.jsonl", f"p{k}", 2000)
     tags = tmp_path / "tags"
     command = [sys.executable, "-m", "curate.cli", "tag", "--input", str(corpus), "--output", str(tags), "--tasks", "3"]
-    folder = tags_dir_for(tags, "cues")
+    folder = Path(tags) / resolve_name("cues")[0]
     completions = folder / "_logs" / "completions"
     for sent in (signal.SIGINT, signal.SIGTERM):
         finished_before = len(list(completions.glob("*")))
