@@ -426,10 +426,11 @@ def _write_contaminated(stage: Path, output: Path) -> dict[str, int]:
     if not list((stage / "removed").glob("*.jsonl")):
         destination.unlink(missing_ok=True)
         return {}
-    connection = duckdb.connect()
     query = f"SELECT * FROM read_json_auto('{jsonl_glob(stage / 'removed')}', format='newline_delimited')"
-    write_jsonl_query(connection, query + " ORDER BY benchmark, benchmark_item, id", destination)
-    return dict(connection.sql(f"SELECT benchmark, count(*) FROM ({query}) GROUP BY benchmark ORDER BY 1").fetchall())
+    with duckdb.connect() as connection:
+        write_jsonl_query(connection, query + " ORDER BY benchmark, benchmark_item, id", destination)
+        hits = connection.sql(f"SELECT benchmark, count(*) FROM ({query}) GROUP BY benchmark ORDER BY 1").fetchall()
+    return dict(hits)
 
 
 def decontam_card_section(result: DecontamResult) -> str:

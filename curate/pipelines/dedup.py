@@ -423,26 +423,27 @@ def _write_duplicates(stage: Path, output: Path) -> dict[str, int]:
     if not removed_files:
         destination.unlink(missing_ok=True)
         return {"exact_duplicate": 0, "near_duplicate": 0}
-    connection = duckdb.connect()
-    connection.execute(
-        f"CREATE VIEW removed AS SELECT * FROM read_json('{jsonl_glob(stage / 'removed')}', format='newline_delimited', "
-        f"columns={{reason: 'VARCHAR', duplicate_of: 'VARCHAR', cluster: 'BIGINT', id: 'VARCHAR', row: 'JSON'}})"
-    )
-    keeper_files = [p for p in (stage / "keepers").glob("*.jsonl") if p.stat().st_size]
-    if keeper_files:
+    with duckdb.connect() as connection:
         connection.execute(
-            f"CREATE VIEW keepers AS SELECT * FROM read_json('{jsonl_glob(stage / 'keepers')}', format='newline_delimited', "
-            "columns={cluster: 'BIGINT', id: 'VARCHAR'})"
+            f"CREATE VIEW removed AS SELECT * FROM read_json('{jsonl_glob(stage / 'removed')}', "
+            "format='newline_delimited', "
+            "columns={reason: 'VARCHAR', duplicate_of: 'VARCHAR', cluster: 'BIGINT', id: 'VARCHAR', row: 'JSON'})"
         )
-    else:
-        connection.execute("CREATE VIEW keepers AS SELECT NULL::BIGINT AS cluster, NULL::VARCHAR AS id WHERE false")
-    write_jsonl_query(
-        connection,
-        "SELECT r.reason, r.id, coalesce(r.duplicate_of, k.id) AS duplicate_of, r.cluster, r.row "
-        "FROM removed r LEFT JOIN keepers k ON r.cluster = k.cluster ORDER BY r.reason, r.cluster, r.id",
-        destination,
-    )
-    counts = dict(connection.sql("SELECT reason, count(*) FROM removed GROUP BY reason").fetchall())
+        keeper_files = [p for p in (stage / "keepers").glob("*.jsonl") if p.stat().st_size]
+        if keeper_files:
+            connection.execute(
+                f"CREATE VIEW keepers AS SELECT * FROM read_json('{jsonl_glob(stage / 'keepers')}', "
+                "format='newline_delimited', columns={cluster: 'BIGINT', id: 'VARCHAR'})"
+            )
+        else:
+            connection.execute("CREATE VIEW keepers AS SELECT NULL::BIGINT AS cluster, NULL::VARCHAR AS id WHERE false")
+        write_jsonl_query(
+            connection,
+            "SELECT r.reason, r.id, coalesce(r.duplicate_of, k.id) AS duplicate_of, r.cluster, r.row "
+            "FROM removed r LEFT JOIN keepers k ON r.cluster = k.cluster ORDER BY r.reason, r.cluster, r.id",
+            destination,
+        )
+        counts = dict(connection.sql("SELECT reason, count(*) FROM removed GROUP BY reason").fetchall())
     return {"exact_duplicate": counts.get("exact_duplicate", 0), "near_duplicate": counts.get("near_duplicate", 0)}
 
 
