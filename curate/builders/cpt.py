@@ -89,7 +89,14 @@ from curate.pipelines.executors import (
 from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
-from curate.pipelines.query import behavior_stats, count_rejects, open_shards, parquet_files, write_kept_copies
+from curate.pipelines.query import (
+    attribute_shards,
+    behavior_stats,
+    count_rejects,
+    open_shards,
+    parquet_files,
+    write_kept_copies,
+)
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.state import STATE, folder_signature, write_once
 from curate.pipelines.steps import ATTRIBUTES, AtomicOutput, KeepFirstCopy, KeepSelected, SplitRejects, batched
@@ -193,7 +200,7 @@ class CPTSelection:
 
 
 def tag_files(tags: str | Path) -> list[str]:
-    files = [f for f in parquet_files(tags) if not Path(f).name.startswith("selection")]
+    files = attribute_shards(tags)
     if not files:
         raise CPTError(f"no attribute shards under {tags}; run `curate tag` (or `curate tag-llm`) first")
     return files

@@ -32,7 +32,7 @@ from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.files import atomic_folder
 from curate.pipelines.jobs import DistillJob
-from curate.pipelines.query import parquet_files
+from curate.pipelines.query import attribute_shards
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
 PR_PLOT = "pr_curves.png"
@@ -83,20 +83,22 @@ def load_labels(tags: str | Path) -> tuple[dict[str, tuple], list[str]]:
     rows the gate ruled out; those are the gate's verdict, not the LLM's, so only route 'llm' counts."""
     import duckdb
 
-
-    files = [f for f in parquet_files(tags) if not Path(f).name.startswith("selection")]
+    files = attribute_shards(tags)
     if not files:
         raise DistillError(f"no attribute shards (*.parquet) under {tags}; tag a corpus first: `curate tag --input CORPUS`")
-    connection = duckdb.connect()
     source = "read_parquet($f, union_by_name=true)"
-    columns = {r[0] for r in connection.sql(f"DESCRIBE SELECT * FROM {source}", params={"f": files}).fetchall()}
-    missing = [c for c in ("id", "error", "classifier", *BEHAVIOR_NAMES) if c not in columns]
-    if missing:
-        raise DistillError(f"{tags} does not hold attribute shards: columns {', '.join(missing)} are missing")
-    where = "error IS NULL" + (" AND route = 'llm'" if "route" in columns else "")
-    presence = ", ".join(f"any_value(CASE WHEN {b} IS NULL THEN NULL ELSE ({b} > 0)::INT END) AS {b}" for b in BEHAVIOR_NAMES)
-    rows = connection.sql(f"SELECT id, {presence} FROM {source} WHERE {where} GROUP BY id", params={"f": files}).fetchall()
-    classifiers = [r[0] for r in connection.sql(f"SELECT DISTINCT classifier FROM {source} ORDER BY 1", params={"f": files}).fetchall()]
+    with duckdb.connect() as connection:
+        columns = {r[0] for r in connection.sql(f"DESCRIBE SELECT * FROM {source}", params={"f": files}).fetchall()}
+        missing = [c for c in ("id", "error", "classifier", *BEHAVIOR_NAMES) if c not in columns]
+        if missing:
+            raise DistillError(f"{tags} does not hold attribute shards: columns {', '.join(missing)} are missing")
+        where = "error IS NULL" + (" AND route = 'llm'" if "route" in columns else "")
+        presence = ", ".join(
+            f"any_value(CASE WHEN {b} IS NULL THEN NULL ELSE ({b} > 0)::INT END) AS {b}" for b in BEHAVIOR_NAMES
+        )
+        rows = connection.sql(f"SELECT id, {presence} FROM {source} WHERE {where} GROUP BY id", params={"f": files}).fetchall()
+        classifiers = [r[0] for r in connection.sql(f"SELECT DISTINCT classifier FROM {source} ORDER BY 1",
+                                                    params={"f": files}).fetchall()]
     return {r[0]: tuple(r[1:]) for r in rows}, classifiers
 
 

@@ -16,7 +16,7 @@ from curate.classifiers import get_classifier
 from curate.classifiers.cascade import GateReport, gate_report
 from curate.errors import CurateError
 from curate.pipelines.jobs import EvalGateJob
-from curate.pipelines.query import parquet_files
+from curate.pipelines.query import attribute_shards
 from curate.pipelines.readers import make_reader
 
 GATE_BATCH = 64  # documents per gate call
@@ -28,18 +28,18 @@ class EvalGateError(CurateError, FileNotFoundError):
 
 def sample_labels(llm_tags: Path, sample: int, seed: int) -> dict[str, dict]:
     """id -> the LLM's count per behavior, for a seeded reservoir sample of `sample` rows the LLM labelled."""
-    files = [f for f in parquet_files(llm_tags) if not Path(f).name.startswith("selection")]
+    files = attribute_shards(llm_tags)
     if not files:
         raise EvalGateError(f"no LLM attribute shards under {llm_tags}; run `curate tag-llm` first")
-    connection = duckdb.connect()
     shards = "read_parquet($f, union_by_name=true)"
-    columns = {r[0] for r in connection.sql(f"DESCRIBE SELECT * FROM {shards}", params={"f": files}).fetchall()}
-    route_filter = "WHERE route = 'llm'" if "route" in columns else ""
-    rows = connection.sql(
-        f"SELECT id, {', '.join(BEHAVIOR_NAMES)} FROM {shards} {route_filter} "
-        f"USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})",
-        params={"f": files},
-    ).fetchall()
+    with duckdb.connect() as connection:
+        columns = {r[0] for r in connection.sql(f"DESCRIBE SELECT * FROM {shards}", params={"f": files}).fetchall()}
+        route_filter = "WHERE route = 'llm'" if "route" in columns else ""
+        rows = connection.sql(
+            f"SELECT id, {', '.join(BEHAVIOR_NAMES)} FROM {shards} {route_filter} "
+            f"USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})",
+            params={"f": files},
+        ).fetchall()
     return {r[0]: dict(zip(BEHAVIOR_NAMES, r[1:], strict=True)) for r in rows}
 
 

@@ -32,6 +32,12 @@ def parquet_files(root: str | Path) -> list[str]:
     return files
 
 
+def attribute_shards(tags: str | Path) -> list[str]:
+    """The attribute shards of a tags folder: its finished parquet files, without the selection a build keeps
+    beside them (selection*.parquet holds ids, not labels)."""
+    return [f for f in parquet_files(tags) if not Path(f).name.startswith("selection")]
+
+
 def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
