@@ -194,14 +194,19 @@ class TagJobError(CurateError, ValueError):
     pass
 
 
+def check_no_model(job: TagJob) -> None:
+    """A model server's options mean nothing to an in-process classifier: --model with one is a mistake, said so."""
+    if job.model:
+        raise TagJobError("--model applies to --classifier llm or cascade only")
+
+
 def tag_job(job: TagJob, progress: bool = True) -> TagResult:
     """Runs the tag job of an in-process classifier (cues_vN, distilled); a rerun skips finished tasks. A job whose
     classifier needs a model server runs through curate.pipelines.tagging.tag, which this module does not import:
     `curate tag` with cues starts without loading the LLM job stack (datatrove's inference runner)."""
     if needs_model_server(job.classifier):
         raise TagJobError(f"--classifier {job.classifier} runs on a model server: use curate.pipelines.tagging.tag")
-    if job.model:
-        raise TagJobError("--model applies to --classifier llm or cascade only")
+    check_no_model(job)
     return run_tagging(job.corpus, job.output, job.classifier, tasks=job.executor.tasks, workers=job.executor.workers,
                        batch_size=job.batch_size, progress=progress, limit=job.limit, verify_inputs=job.verify_inputs,
                        executor=job.executor)

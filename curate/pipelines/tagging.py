@@ -11,7 +11,7 @@ import json
 from curate.classifiers import needs_model_server, resolve_name
 from curate.pipelines.jobs import TagJob, TagLLMJob
 from curate.pipelines.llm_tag import LLMTagOptions, LLMTagResult, run_llm_tagging
-from curate.pipelines.tag import TagJobError, TagResult, tag_job
+from curate.pipelines.tag import TagJobError, TagResult, check_no_model, tag_job
 
 
 def llm_options(job: TagJob) -> LLMTagOptions | None:
@@ -19,8 +19,7 @@ def llm_options(job: TagJob) -> LLMTagOptions | None:
     tag-llm's request timeout and vLLM parallelism from --gpus-per-task. An unknown classifier, an LLM one without a
     model or a model for a cheap one fails here, before anything is tagged (the tag flow checks its parameters so)."""
     if not needs_model_server(job.classifier):
-        if job.model:
-            raise TagJobError("--model applies to --classifier llm or cascade only")
+        check_no_model(job)
         return None
     if not job.model:
         raise TagJobError(f"--classifier {job.classifier} needs --model M (and --backend vllm|endpoint|transformers)")
