@@ -17,7 +17,9 @@ from typer.core import TyperGroup
 
 from curate.errors import CurateError
 
-console = Console(stderr=True)
+# Off a terminal (a log, a pipe, a scheduler's capture) a message stays one line: wrapped at rich's default 80
+# columns, a long path moved the break into the words a reader greps for ("is up to date", "1 of 2 tasks").
+console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 # Below this width typer's rich option table (seven columns: name, short, --no- name, type, help, ...) leaves the
 # help column a dozen characters and cuts longer words ("only_backtracki…", "--fractional-d…"); a command's help
