@@ -65,6 +65,12 @@ class NgramFeatures:
     idf: np.ndarray
     longest: int = 3
 
+    def __post_init__(self):
+        # Every proper prefix of a vocabulary n-gram: a longer n-gram is looked up only where its prefix could begin
+        # one, so a text costs a lookup or two per word instead of `longest` string joins.
+        self._prefixes = {" ".join(words[:k]) for g in self.vocabulary if len(words := g.split(" ")) > 1
+                          for k in range(1, len(words))}
+
     @classmethod
     def fit(cls, texts: Sequence[str], min_df: int = 5, longest: int = 3) -> NgramFeatures:
         document_frequency: Counter[str] = Counter()
@@ -75,15 +81,35 @@ class NgramFeatures:
         idf = np.array([math.log((1 + n) / (1 + document_frequency[g])) + 1 for g in kept])
         return cls({g: i for i, g in enumerate(kept)}, idf, longest)
 
+    def term_counts(self, text: str) -> Counter[int]:
+        """How often each vocabulary n-gram occurs in the text (those of `ngrams(text)` that are in the vocabulary)."""
+        tokens = _TOKEN.findall(_DIGITS.sub("N", text.lower()))
+        vocabulary, prefixes, longest = self.vocabulary, self._prefixes, self.longest
+        counts: Counter[int] = Counter()
+        for i, gram in enumerate(tokens):
+            for n in range(1, longest + 1):
+                if n > 1:
+                    if i + n > len(tokens) or gram not in prefixes:
+                        break
+                    gram = f"{gram} {tokens[i + n - 1]}"
+                index = vocabulary.get(gram)
+                if index is not None:
+                    counts[index] += 1
+        return counts
+
+    def tfidf(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The text's nonzero TF-IDF entries: (columns, values), the values L2-normed."""
+        counts = self.term_counts(text)
+        columns = np.fromiter(counts, int, len(counts))
+        values = (1 + np.log(np.fromiter(counts.values(), float, len(counts)))) * self.idf[columns]
+        norm = np.linalg.norm(values)
+        return columns, (values / norm if norm else values)
+
     def ngram_matrix(self, texts: Sequence[str]) -> np.ndarray:
         matrix = np.zeros((len(texts), len(self.vocabulary)))
         for row, text in enumerate(texts):
-            counts = Counter(i for g in ngrams(text, self.longest) if (i := self.vocabulary.get(g)) is not None)
-            if not counts:
-                continue
-            columns = np.fromiter(counts, int, len(counts))
-            values = (1 + np.log(np.fromiter(counts.values(), float, len(counts)))) * self.idf[columns]
-            matrix[row, columns] = values / np.linalg.norm(values)
+            columns, values = self.tfidf(text)
+            matrix[row, columns] = values
         return matrix
 
     def matrix(self, texts: Sequence[str], cue_counts: np.ndarray) -> np.ndarray:
@@ -108,7 +134,12 @@ class NgramModel:
     trained_on: dict  # set name -> texts, as the training script recorded it
 
     def probabilities(self, texts: Sequence[str], cue_counts: np.ndarray) -> np.ndarray:
-        margin = self.features.matrix(texts, cue_counts) @ self.coefficients.T + self.intercepts
+        """Each head's probability per text, from the text's nonzero n-gram entries (no vocabulary-wide row)."""
+        split = len(self.features.vocabulary)
+        margin = cue_features(cue_counts) @ self.coefficients[:, split:].T + self.intercepts
+        for row, text in enumerate(texts):
+            columns, values = self.features.tfidf(text)
+            margin[row] += self.coefficients[:, columns] @ values
         return 1 / (1 + np.exp(-margin))
 
     def save(self, directory: Path) -> None:
