@@ -84,9 +84,9 @@ def test_every_text_resolves_with_its_checksum():
 
 @pytest.mark.parametrize(
     "items_path",
-    [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, *range(7, 14))]
+    [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, *range(7, 15))]
     + [ITEMS_PATH.parent / name / "items.jsonl" for name in ("precision", "precision2")],
-    ids=["round1", "round2", "round3", "round5", *(f"round{n}" for n in range(7, 14)), "precision", "precision2"],
+    ids=["round1", "round2", "round3", "round5", *(f"round{n}" for n in range(7, 15)), "precision", "precision2"],
 )
 def test_labels_cover_every_item_and_record_both_readers(items_path):
     items = {json.loads(line)["id"]: json.loads(line) for line in items_path.read_text().splitlines() if line.strip()}
