@@ -228,7 +228,7 @@ class PrimingJob:
 class CPTJob:
     """Behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports."""
 
-    tags: Path = option("One classifier's attribute shards (e.g. tags/cues_v11).")
+    tags: Path = option("One classifier's attribute shards (e.g. tags/cues_ngram_v1).")
     tokens: str = option("Token budget of each set, e.g. 8.3M.")
     tokenizer: str = option("Tokenizer (path or hub name) that counts and packs the tokens.")
     output: Path = option("Output folder: enriched/, minimized/, exports/.", "--output", "-o", panel=OUTPUT_PANEL)

@@ -271,12 +271,12 @@ def cpt(job: CPTJob) -> None:
 
     Examples:
 
-        curate cpt --tags tags/cues_v11 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
+        curate cpt --tags tags/cues_ngram_v1 --texts 'owm/*.parquet' --tokens 8.3M --tokenizer meta-llama/Llama-3.2-3B -o cpt/
 
         curate cpt --tags tags/llm_v1 --texts owm/ --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B -k 2 --rewrite \\
             --model Qwen/Qwen2.5-32B-Instruct --backend vllm --tp 2 --pack-length 4096 -o cpt/
 
-        curate cpt --tags /shared/tags/cues_v11 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
+        curate cpt --tags /shared/tags/cues_ngram_v1 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
     from curate.builders.cpt import cpt as run_cpt_job
     from curate.builders.cpt import length_removed

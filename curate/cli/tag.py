@@ -159,7 +159,7 @@ def distill(job: DistillJob) -> None:
 
         curate tag --input corpus/ --classifier cues --output tags
 
-        curate distill --labels tags/cues_v11 --texts corpus/ --output models/distilled-cues
+        curate distill --labels tags/cues_ngram_v1 --texts corpus/ --output models/distilled-cues
 
         curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
 

@@ -236,7 +236,7 @@ class DistillJob:
     """Distil a classifier's labels (attribute shards) into heads on sentence embeddings, trained on the texts of the
     corpus those labels were made from."""
 
-    labels: Path = option("Attribute shards to learn from (e.g. tags/cues_v11 or tags/llm_v1).")
+    labels: Path = option("Attribute shards to learn from (e.g. tags/cues_ngram_v1 or tags/llm_v1).")
     output: Path = option("New model directory (heads, thresholds, metrics, PR plot).", "--output", "-o",
                           panel=OUTPUT_PANEL)
     # The defaults of curate.classifiers.distilled (DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CHUNKS), written out: that

@@ -30,8 +30,8 @@ def test_none_means_no_behavior_and_stands_alone():
 def test_classifier_registry_resolves_family_to_its_measured_version():
     """'cues' names the version measured best on the latest blind test set (DEFAULT_VERSION), 'llm' the newest."""
     assert {f"cues_v{n}" for n in range(1, 7)} <= set(registered_names())
-    assert resolve_name("cues") == ("cues_v11", None) and resolve_name("llm") == ("llm_v1", None)
-    assert get_classifier("cues_v1").name == "cues_v1" and get_classifier("cues").name == "cues_v11"
+    assert resolve_name("cues") == ("cues_ngram_v1", None) and resolve_name("llm") == ("llm_v1", None)
+    assert get_classifier("cues_v1").name == "cues_v1" and get_classifier("cues").name == "cues_ngram_v1"
     with pytest.raises(UnknownClassifierError) as error:
         get_classifier("magic")
     assert "cues_v1" in str(error.value)
