@@ -158,6 +158,12 @@ class McqaJob:
                 "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency}
 
 
+# The priming check is the cue engine, not `cues` (cues_ngram_v1): the symbolic writer's templates were written
+# against the cue rules, and the head reads a backward step whose yield is then built ("so 77, 72 would have to make
+# 17") as a subgoal too, as the blind guide's round-12 rule does, so it refuses every backtracking_backward trace.
+PRIMING_CHECK = "cues_v11"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PrimingJob:
     """Countdown priming datasets: behavior-controlled traces, checked by a classifier, one dataset per variant.
@@ -174,7 +180,7 @@ class PrimingJob:
     n: int = option("Training rows.", "--n", default=1000, min=0)
     test_n: int = option("Test rows (no problem is in both splits).", default=100, min=0)
     writer: str = option("symbolic (the solver's search narrated) or llm (a teacher model).", default="symbolic")
-    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
+    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default=PRIMING_CHECK)
     numbers: str = option("Numbers per problem (2-6); a comma list mixes sizes, e.g. 3,4.", default="4")
     number_range: str = option("LOW,HIGH of the numbers.", default="1,99")
     target_range: str = option("LOW,HIGH of the target.", default="10,100")

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.builders.base import Builder, BuildOutput, Decision, Keep, Reject
-from curate.builders.jobs import PrimingJob
+from curate.builders.jobs import PRIMING_CHECK, PrimingJob
 from curate.builders.llm_writers import LLMOptions, LLMWriterError, write_llm_traces
 from curate.builders.priming_judge import (
     JUDGE_DIR,
@@ -131,7 +131,7 @@ class PrimingConfig:
     test_n: int = 100
     seed: int = 0
     writer: str = "symbolic"
-    classifier: str = "cues"
+    classifier: str = PRIMING_CHECK
     n_numbers: int | tuple[int, ...] = 4  # several sizes: each problem draws one of them
     number_range: tuple[int, int] = (1, 99)
     target_range: tuple[int, int] = (10, 100)

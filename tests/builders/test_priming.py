@@ -6,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.behaviors import BEHAVIOR_NAMES
+from curate.builders.jobs import PRIMING_CHECK
 from curate.builders.priming import (
     PrimingConfig,
     PrimingError,
@@ -83,7 +84,7 @@ def test_variant_shows_exactly_the_requested_behaviors(tmp_path, variant, answer
     assert result.rows == {"train": 16, "test": 4} and len(rows) == 20
     thinks = [THINK.match(r["completion"]).group(1) for r in rows]
     # Classify again, independently of the counts the builder stored.
-    labels = get_classifier("cues").classify(thinks)
+    labels = get_classifier(PRIMING_CHECK).classify(thinks)  # the check priming runs by default
     wanted = {b.value for b in VARIANTS[variant]}
     for row, label in zip(rows, labels):
         for behavior in BEHAVIOR_NAMES:

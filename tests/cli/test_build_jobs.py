@@ -49,7 +49,7 @@ def priming_records(job: PrimingJob) -> dict:
 
 
 PRIMING_DEFAULTS = {
-    "answers": "correct", "batch_size": 64, "benchmarks_dir": None, "classifier": "cues", "decontam": None,
+    "answers": "correct", "batch_size": 64, "benchmarks_dir": None, "classifier": "cues_v11", "decontam": None,
     "dedup": False, "format_score": 0.0, "integer_division": True, "judge": None, "llm": None, "llm_oversample": 2.0,
     "max_attempts_factor": 20, "max_dead_ends": 3, "n_numbers": 4, "number_range": [1, 99],
     "placeholder_for": "all_strategies", "seed": 0, "target_range": [10, 100], "tokenizer": None, "writer": "symbolic",

@@ -11,6 +11,7 @@ from datasets import load_dataset
 from huggingface_hub import DatasetCard
 from typer.testing import CliRunner
 
+from curate.behaviors import BEHAVIOR_NAMES
 from curate.cli import app
 from curate.schema import ATTRIBUTE_SCHEMA
 from tests.support.shared import DEFAULT_CUES, DOCS
@@ -47,7 +48,8 @@ def test_tag_writes_attribute_schema(corpus: Path, tmp_path: Path):
     assert set(rows) == {d for d, _ in DOCS}
     assert rows["d-back"]["backtracking"] >= 1 and rows["d-plain"]["backtracking"] == 0
     assert rows["d-both"]["classifier"] == DEFAULT_CUES and rows["d-both"]["error"] is None
-    assert all(r["scores"] is None for r in rows.values())  # cues count, they do not score
+    # The default (cues_ngram_v1) scores each behavior, and a behavior is counted exactly where its score is >= 0.5.
+    assert all((r[b] > 0) == (r["scores"][b] >= 0.5) for r in rows.values() for b in BEHAVIOR_NAMES)
     evidence = rows["d-verify"]["evidence"]
     text = dict(DOCS)["d-verify"]
     assert any(text[e["start"]:e["end"]].lower().startswith("double") for e in evidence)
