@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cue_accuracy import LABELS, TESTS, load_blindset, load_items
+from bench.cue_accuracy import LABELS, TESTS, load_blindset, load_items, scores
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from curate.classifiers.cues_ngram import MODEL_DIR, counts_of, train
@@ -44,11 +44,7 @@ def labeled_texts() -> list[dict]:
 
 
 def prf(gold: np.ndarray, predicted: np.ndarray) -> tuple[float, float, float]:
-    tp = int(((gold == 1) & (predicted == 1)).sum())
-    fp = int(((gold == 0) & (predicted == 1)).sum())
-    fn = int(((gold == 1) & (predicted == 0)).sum())
-    return (tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0,
-            2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return scores(list(zip(gold.tolist(), predicted.tolist())))[:3]
 
 
 def main() -> None:

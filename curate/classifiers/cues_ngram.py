@@ -4,8 +4,9 @@ Each cue revision raised its own tuning figures and moved the next fresh set by 
 writer's phrasing, and the next writer phrases it otherwise. A linear head over word 1-3-grams (TF-IDF, digits
 folded to one symbol) and the cue counts learns from every labeled text at once. Measured by leaving one blind
 round out of training and scoring it (bench/train_cues_ngram.py), it gains on real texts (round 13: macro F1 0.585
--> 0.667; round 5: 0.617 -> 0.667) and is mixed on Countdown traces (round 12: 0.762 -> 0.736; rounds 10 and 11,
-which cues_v11 was tuned on: 0.864 -> 0.897 and 0.784 -> 0.805).
+-> 0.658; round 5: 0.617 -> 0.662) and is mixed on Countdown traces (round 12: 0.762 -> 0.750; rounds 10 and 11,
+which cues_v11 was tuned on: 0.864 -> 0.897 and 0.784 -> 0.808). On round 14, labeled after it was written: 0.76 ->
+0.83.
 
 The model ships in `models/cues_ngram_v1/`: `model.json` (vocabulary, settings, what it was trained on) and
 `weights.npz` (plain arrays, loaded without pickle: a model file is data, never code). The features are computed
@@ -19,6 +20,7 @@ A present behavior keeps its cue count (at least 1) and the cues' evidence; an a
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import re
@@ -48,9 +50,13 @@ class NgramModelError(CurateError, ValueError):
     pass
 
 
+def tokens_of(text: str) -> list[str]:
+    return _TOKEN.findall(_DIGITS.sub("N", text.lower()))
+
+
 def ngrams(text: str, longest: int = 3) -> list[str]:
     """The text's word 1..longest-grams, in scikit-learn's order (all unigrams, then bigrams, ...)."""
-    tokens = _TOKEN.findall(_DIGITS.sub("N", text.lower()))
+    tokens = tokens_of(text)
     grams = list(tokens)
     for n in range(2, min(longest, len(tokens)) + 1):
         grams.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
@@ -83,7 +89,7 @@ class NgramFeatures:
 
     def term_counts(self, text: str) -> Counter[int]:
         """How often each vocabulary n-gram occurs in the text (those of `ngrams(text)` that are in the vocabulary)."""
-        tokens = _TOKEN.findall(_DIGITS.sub("N", text.lower()))
+        tokens = tokens_of(text)
         vocabulary, prefixes, longest = self.vocabulary, self._prefixes, self.longest
         counts: Counter[int] = Counter()
         for i, gram in enumerate(tokens):
@@ -105,15 +111,20 @@ class NgramFeatures:
         norm = np.linalg.norm(values)
         return columns, (values / norm if norm else values)
 
-    def ngram_matrix(self, texts: Sequence[str]) -> np.ndarray:
-        matrix = np.zeros((len(texts), len(self.vocabulary)))
-        for row, text in enumerate(texts):
-            columns, values = self.tfidf(text)
-            matrix[row, columns] = values
-        return matrix
+    def ngram_matrix(self, texts: Sequence[str]):
+        """The texts' TF-IDF rows as a scipy CSR matrix (training only: scoring reads each text's entries)."""
+        from scipy.sparse import csr_matrix
 
-    def matrix(self, texts: Sequence[str], cue_counts: np.ndarray) -> np.ndarray:
-        return np.hstack([self.ngram_matrix(texts), cue_features(cue_counts)])
+        rows = [self.tfidf(text) for text in texts]
+        pointers = np.cumsum([0] + [len(columns) for columns, _ in rows])
+        columns = np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, int)
+        values = np.concatenate([v for _, v in rows]) if rows else np.zeros(0)
+        return csr_matrix((values, columns, pointers), shape=(len(texts), len(self.vocabulary)))
+
+    def matrix(self, texts: Sequence[str], cue_counts: np.ndarray):
+        from scipy.sparse import csr_matrix, hstack
+
+        return hstack([self.ngram_matrix(texts), csr_matrix(cue_features(cue_counts))]).tocsr()
 
 
 def cue_features(cue_counts: np.ndarray) -> np.ndarray:
@@ -122,7 +133,8 @@ def cue_features(cue_counts: np.ndarray) -> np.ndarray:
 
 
 def counts_of(labels: Sequence[Labels]) -> np.ndarray:
-    return np.array([[label.counts.get(b) or 0 for b in BEHAVIOR_NAMES] for label in labels], float).reshape(-1, 4)
+    counts = [[label.counts.get(b) or 0 for b in BEHAVIOR_NAMES] for label in labels]
+    return np.array(counts, float).reshape(-1, len(BEHAVIOR_NAMES))
 
 
 @dataclass
@@ -132,6 +144,7 @@ class NgramModel:
     intercepts: np.ndarray  # (behaviors,)
     cues: str  # the cue classifier whose counts are features
     trained_on: dict  # set name -> texts, as the training script recorded it
+    digest: str = ""  # of weights.npz, once loaded: attribute rows name the weights they came from
 
     def probabilities(self, texts: Sequence[str], cue_counts: np.ndarray) -> np.ndarray:
         """Each head's probability per text, from the text's nonzero n-gram entries (no vocabulary-wide row)."""
@@ -157,27 +170,29 @@ class NgramModel:
     def load(cls, directory: Path) -> NgramModel:
         try:
             meta = json.loads((directory / "model.json").read_text(encoding="utf-8"))
-            with np.load(directory / "weights.npz", allow_pickle=False) as arrays:
+            weights = (directory / "weights.npz").read_bytes()
+            with np.load(io.BytesIO(weights), allow_pickle=False) as arrays:
                 idf, coefficients, intercepts = (arrays[k].astype(float) for k in ("idf", "coefficients", "intercepts"))
         except (OSError, ValueError, KeyError) as error:
             raise NgramModelError(f"cannot read the n-gram model in {directory}: {error}; reinstall curate") from error
-        if meta.get("format_version") != FORMAT_VERSION or meta.get("behaviors") != list(BEHAVIOR_NAMES):
-            raise NgramModelError(f"{directory}/model.json is not a format-{FORMAT_VERSION} model of {BEHAVIOR_NAMES}")
+        if (meta.get("format_version") != FORMAT_VERSION or meta.get("behaviors") != list(BEHAVIOR_NAMES)
+                or meta.get("cue_weight") != CUE_WEIGHT):
+            raise NgramModelError(f"{directory}/model.json is not a format-{FORMAT_VERSION} model of {BEHAVIOR_NAMES} "
+                                  f"with cue weight {CUE_WEIGHT}")
         vocabulary = {g: i for i, g in enumerate(meta["vocabulary"])}
         if coefficients.shape != (len(BEHAVIOR_NAMES), len(vocabulary) + 2 * len(BEHAVIOR_NAMES)):
             raise NgramModelError(f"{directory}: weights of shape {coefficients.shape} do not fit the vocabulary")
         return cls(NgramFeatures(vocabulary, idf, meta["longest_ngram"]), coefficients, intercepts, meta["cues"],
-                   meta["trained_on"])
+                   meta["trained_on"], hashlib.sha256(weights).hexdigest()[:12])
 
 
 def train(texts: Sequence[str], cue_counts: np.ndarray, gold: dict[str, Sequence[int]], cues: str,
           trained_on: dict, min_df: int = 5, regularization: float = 4.0) -> NgramModel:
     """Balanced logistic heads (scikit-learn), one per behavior, on the features of `texts`."""
-    from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
 
     features = NgramFeatures.fit(texts, min_df=min_df)
-    matrix = csr_matrix(features.matrix(texts, cue_counts))  # mostly zeros: the solver is several times faster
+    matrix = features.matrix(texts, cue_counts)
     heads = [LogisticRegression(C=regularization, max_iter=3000, class_weight="balanced").fit(matrix, gold[b])
              for b in BEHAVIOR_NAMES]
     return NgramModel(features, np.vstack([h.coef_[0] for h in heads]), np.array([h.intercept_[0] for h in heads]),
@@ -191,7 +206,7 @@ class CueNgramClassifier(Classifier):
         self.heads = NgramModel.load(Path(model_dir))
         self.cues = get_classifier(self.heads.cues, batch_size=batch_size)
         # Attribute rows name the weights they came from, so a retrained model's tags are told apart.
-        self.prompt_version = "weights-" + hashlib.sha256((Path(model_dir) / "weights.npz").read_bytes()).hexdigest()[:12]
+        self.prompt_version = f"weights-{self.heads.digest}"
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
         cue_labels = self.cues.classify(texts)
