@@ -60,6 +60,10 @@ ROUNDS = {  # seed, size factor of every pool, the folder of its items
     # Rounds 7-12 are Countdown traces written for the project, not drawn. Round 13 repeats round 5's rules after
     # round 5 had been read for cues_v6 ... cues_v11, as the real-text test set of cues_v12.
     13: (20261213, 0.5, HERE / "round13"),
+    # Round 15 repeats round 5's rules after round 13 became training text of cues_ngram_v1: the real-text test set of
+    # the next revision. Round 16 is the third precision read's pool (tests/blindset/precision3).
+    15: (20261215, 0.5, HERE / "round15"),
+    16: (20261216, 1.5, HERE / "precision3"),
 }
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",
