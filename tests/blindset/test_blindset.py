@@ -82,11 +82,15 @@ def test_every_text_resolves_with_its_checksum():
     assert all(it["text"].startswith("Numbers: [") for it in items if it["source"] == "countdown")
 
 
+# Every labeled round after the first (4, 6 and 16 are the precision reads' pools).
+LABELED_ROUNDS = (2, 3, 5, *range(7, 16), 17)
+
+
 @pytest.mark.parametrize(
     "items_path",
-    [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, *range(7, 15))]
-    + [ITEMS_PATH.parent / name / "items.jsonl" for name in ("precision", "precision2")],
-    ids=["round1", "round2", "round3", "round5", *(f"round{n}" for n in range(7, 15)), "precision", "precision2"],
+    [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in LABELED_ROUNDS]
+    + [ITEMS_PATH.parent / name / "items.jsonl" for name in ("precision", "precision2", "precision3")],
+    ids=["round1", *(f"round{n}" for n in LABELED_ROUNDS), "precision", "precision2", "precision3"],
 )
 def test_labels_cover_every_item_and_record_both_readers(items_path):
     items = {json.loads(line)["id"]: json.loads(line) for line in items_path.read_text().splitlines() if line.strip()}
@@ -106,14 +110,16 @@ def test_labels_cover_every_item_and_record_both_readers(items_path):
 
 PRECISION_ITEMS = ITEMS_PATH.parent / "precision" / "items.jsonl"
 PRECISION2_ITEMS = ITEMS_PATH.parent / "precision2" / "items.jsonl"
-# The drawn real-text rounds (7-12 are Countdown traces written for the project).
-ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, 13)}
+# The drawn real-text rounds (7-12, 14 and 17 are Countdown traces written for the project).
+ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, 13, 15)}
+# Round 15 was drawn at round 5's sizes, but the smaller sources were nearly used up by then (draw.py says which).
+SMALLEST_ROUND = {15: 250}
 
 
 @pytest.mark.parametrize("round_number", sorted(ROUND_ITEMS), ids=lambda n: f"round{n}")
 def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_number):
     drawn = read(ROUND_ITEMS[round_number])
-    assert len(drawn) >= 300 and len({it["id"] for it in drawn}) == len(drawn)
+    assert len(drawn) >= SMALLEST_ROUND.get(round_number, 300) and len({it["id"] for it in drawn}) == len(drawn)
     assert all(it["split"] == "test" and it["source"] != "countdown" and "text" not in it for it in drawn)
     # AMC's 40 traces were used up by round 2; every other real source is drawn again.
     assert REAL_PREFIXES - {"bamc"} <= {it["id"].split("-")[0] for it in drawn} <= REAL_PREFIXES
@@ -127,3 +133,18 @@ def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_n
         assert not {key(it) for it in drawn} & {key(it) for it in old}, path
         assert not {it["locator"]["sha256"] for it in drawn} & {it["locator"]["sha256"] for it in old}, path
         assert not {it["id"] for it in drawn} & {it["id"] for it in old}, path
+
+
+# The Countdown rounds written for the project, after round 1's traces.
+AUTHORED_ROUNDS = (7, 8, 9, 10, 11, 12, 14, 17)
+
+
+def test_authored_countdown_rounds_hold_three_even_styles_and_repeat_no_problem():
+    seen = {(tuple(sorted(t["numbers"])), t["target"]) for t in read(COUNTDOWN_PATH)}
+    for n in AUTHORED_ROUNDS:
+        traces = read(ITEMS_PATH.parent / f"round{n}" / "countdown_traces.jsonl")
+        assert len(traces) == 180 and all(t["id"].startswith(f"cd{n}-") for t in traces)
+        assert Counter(t["style"] for t in traces) == {"small-model": 60, "strong-model": 60, "near-miss": 60}
+        problems = {(tuple(sorted(t["numbers"])), t["target"]) for t in traces}
+        assert len(problems) == 180 and not problems & seen, f"round {n} repeats a problem"
+        seen |= problems

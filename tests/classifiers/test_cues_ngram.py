@@ -36,7 +36,9 @@ def test_shipped_model_labels_follow_its_scores(sample_texts):
     classifier = get_classifier("cues_ngram")
     assert classifier.name == "cues_ngram_v1" and classifier.prompt_version.startswith("weights-")
     meta = json.loads((MODEL_DIR / "model.json").read_text())
-    assert "blindset14" not in meta["trained_on"] and sum(meta["trained_on"].values()) > 3000
+    # The test sets labeled after it was written stay out of its training.
+    assert not {"blindset14", "blindset15", "blindset17", "precision3"} & set(meta["trained_on"])
+    assert sum(meta["trained_on"].values()) > 3000
     texts = sample_texts[:60]
     labels = classifier.classify(texts)
     cue_labels = get_classifier(meta["cues"]).classify(texts)
