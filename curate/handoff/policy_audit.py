@@ -9,7 +9,9 @@ InferenceRunner, the registered reward); the behavior labels come from any regis
 in-line from `llm_v1` (`cascade_v1`: the cue gate in front of it) on a judge model whose server may differ from
 the policy's: the responses go through `curate tag-llm`'s job (curate.pipelines.llm_tag) as a corpus, and its
 attribute rows come back by response id. A response the judge could not label (its answer did not parse, its
-request failed) keeps null counts with the reason, and is counted by reason.
+request failed) keeps null counts with the reason, and is counted by reason. A response to a Countdown prompt is
+classified below its problem statement ("Numbers: [...], target: T"), as the labeled sets the classifiers are
+measured on show every trace; `samples.parquet` keeps the response alone.
 
 Output layout:
     OUT/prompts/data/train-00000.parquet  the generated prompts (task mode), a dataset in the builders' layout
@@ -50,7 +52,7 @@ from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.steps import batched
-from curate.puzzles.countdown import DATA_SOURCE, generate_problem
+from curate.puzzles.countdown import DATA_SOURCE, generate_problem, problem_statement
 
 TASKS = ("countdown",)
 IN_LINE = ("llm_", "cascade_")  # classifier families that label through an LLM job, on the judge's server
@@ -120,6 +122,7 @@ class PolicyAuditResult:
     # "request", "tokenize", "no label")
     unlabelled_reasons: Counter = field(default_factory=Counter)
     judge: str | None = None  # the model that labelled the responses (llm_v1, cascade_v1)
+    with_problem: int = 0  # samples classified after their prompt's Countdown problem statement
     behaviors: dict[str, BehaviorRow] = field(default_factory=dict)
     sampling: SamplingResult | None = None
 
@@ -133,7 +136,7 @@ class PolicyAuditResult:
             "samples": self.samples, "scored": self.scored, "correct": self.correct, "accuracy": self.accuracy,
             "unlabelled": self.unlabelled, "unlabelled_reasons": dict(self.unlabelled_reasons.most_common()),
             "judge": self.judge, "truncated": self.truncated, "empty": self.empty,
-            "request_errors": self.request_errors,
+            "request_errors": self.request_errors, "with_problem": self.with_problem,
             "behaviors": {b: {"rate": r.rate, "mean_count": r.mean_count, "present": r.present, "labelled": r.labelled,
                               "accuracy_with": r.accuracy_with, "accuracy_without": r.accuracy_without}
                           for b, r in self.behaviors.items()},
@@ -211,8 +214,9 @@ def run_policy_audit(
     else:
         prompts, limit = Path(dataset), n
     sampling = run_sampling(prompts, output, options, limit=limit, progress=progress)
+    statements = problem_statements(prompts)
     if in_line:
-        name, labels = label_in_line(sampling.rates_dir, output, judge, resolved, progress)
+        name, labels = label_in_line(sampling.rates_dir, output, judge, resolved, statements, progress)
     else:
         name, labels = labeller.name, None
     result = PolicyAuditResult(output=output, model=options.model, task=task or str(dataset), classifier=name,
@@ -221,12 +225,40 @@ def run_policy_audit(
     samples_path = output / "samples.parquet"
     with atomic_path(samples_path) as partial_path, pq.ParquetWriter(partial_path, SAMPLES_SCHEMA) as writer:
         for batch in batched(_samples(sampling.rates_dir), batch_size):
-            rows = label_rows(batch, labeller) if labels is None else _labelled_by_id(batch, labels, name)
+            result.with_problem += sum(row["id"] in statements and row["request_error"] is None
+                                       and bool((row["text"] or "").strip()) for row in batch)
+            rows = (label_rows(batch, labeller, statements) if labels is None
+                    else _labelled_by_id(batch, labels, name))
             for row in rows:
                 count_row(result, row)
             writer.write_table(pa.Table.from_pylist(rows, schema=SAMPLES_SCHEMA))
     _write_report(result, options)
     return result
+
+
+def problem_statements(prompts: Path) -> dict[str, str]:
+    """Prompt id -> its Countdown problem statement, for every row of the prompts dataset (the builders' layout: `id`,
+    `ground_truth`) whose ground truth is a Countdown problem.
+
+    The labeled sets the classifiers are measured on show each trace below its problem statement, and the readers
+    read it so; the classifiers read a trace better with it (cues_ngram_v1, on blind rounds 14 and 17: macro F1 0.83
+    and 0.81 with it, 0.80 on the trace alone). So a response is classified below its problem, as it was measured."""
+    paths = [prompts] if prompts.is_file() else sorted(prompts.rglob("*.parquet"))
+    statements = {}
+    for path in paths:
+        if not {"id", "ground_truth"} <= set(pq.read_schema(path).names):
+            continue
+        for row in pq.read_table(path, columns=["id", "ground_truth"]).to_pylist():
+            statement = problem_statement(row["ground_truth"])
+            if statement is not None and row["id"] is not None:
+                statements[str(row["id"])] = statement
+    return statements
+
+
+def text_to_label(row: dict, statements: dict[str, str]) -> str:
+    """The response below its problem statement where the prompt has one, else the response alone."""
+    statement = statements.get(row["id"])
+    return f"{statement}\n\n{row['text']}" if statement else row["text"]
 
 
 def _samples(rates_dir: Path):
@@ -245,13 +277,16 @@ def sample_id(row: dict) -> str:
 
 
 def label_in_line(rates_dir: Path, output: Path, judge: ServerOptions, classifier: str,
-                  progress: bool = True) -> tuple[str, dict[str, dict]]:
+                  statements: dict[str, str], progress: bool = True) -> tuple[str, dict[str, dict]]:
     """(classifier name, response id -> attribute row) for every response worth labelling (not empty, no request
-    error), through `curate tag-llm`'s job on the judge's server: OUT/responses/responses.jsonl is its corpus (written
-    only when it changed, so that a rerun resumes the tagging) and OUT/tags/<classifier>/ its shards."""
+    error), through `curate tag-llm`'s job on the judge's server: OUT/responses/responses.jsonl is its corpus (each
+    response below its problem statement where it has one; written only when it changed, so that a rerun resumes the
+    tagging) and OUT/tags/<classifier>/ its shards."""
     corpus = output / "responses" / "responses.jsonl"
-    text = "".join(json.dumps({"id": sample_id(row), "text": row["text"]}, ensure_ascii=False) + "\n"
-                   for row in _samples(rates_dir) if row["request_error"] is None and (row["text"] or "").strip())
+    worth_labelling = (row for row in _samples(rates_dir)
+                       if row["request_error"] is None and (row["text"] or "").strip())
+    text = "".join(json.dumps({"id": sample_id(row), "text": text_to_label(row, statements)}, ensure_ascii=False) + "\n"
+                   for row in worth_labelling)
     options = LLMTagOptions(**{f.name: getattr(judge, f.name) for f in dataclasses.fields(ServerOptions)},
                             gate="cues" if classifier.startswith("cascade_") else None)
     if not text:
@@ -282,8 +317,11 @@ def _labelled_by_id(batch: list[dict], labels: dict[str, dict], name: str) -> li
     return rows
 
 
-def label_rows(batch: list[dict], labeller) -> list[dict]:
-    labels = labeller.classify([row["text"] or "" for row in batch])
+def label_rows(batch: list[dict], labeller, statements: dict[str, str] | None = None) -> list[dict]:
+    """Each response's counts (null for an empty response or a failed request), classified below its prompt's
+    problem statement where `statements` has one (`problem_statements`)."""
+    labels = labeller.classify([text_to_label(row, statements or {}) if (row["text"] or "").strip() else ""
+                                for row in batch])
     rows = []
     for row, label in zip(batch, labels, strict=True):
         error = row.pop("request_error")
@@ -364,6 +402,7 @@ scored by the reward each prompt's `data_source` names.
 | empty outputs | {result.empty:,} |
 | request errors | {result.request_errors:,} |
 | samples without behavior labels | {result.unlabelled:,} ({reasons}) |
+| samples labelled below their Countdown problem statement, as the labeled sets were read | {result.with_problem:,} |
 
 | behavior | share of outputs showing it | outputs | mean count per output | accuracy with it | accuracy without it |
 |---|---|---|---|---|---|

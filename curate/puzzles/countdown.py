@@ -10,6 +10,7 @@ Three parts, all exact (fractions, never floats) and none of them executing text
 from __future__ import annotations
 
 import ast
+import json
 import random
 import re
 from collections.abc import Iterator
@@ -46,6 +47,23 @@ class Problem:
 
     def ground_truth(self) -> dict:
         return {"numbers": list(self.numbers), "target": self.target}
+
+
+def problem_statement(ground_truth: object) -> str | None:
+    """A Countdown problem as the project's labeled sets show it above each trace ("Numbers: [48, 12, 9], target:
+    45"), or None where `ground_truth` (a dict, or its JSON text) is not a Countdown problem."""
+    if isinstance(ground_truth, str):
+        try:
+            ground_truth = json.loads(ground_truth)
+        except ValueError:
+            return None
+    if not isinstance(ground_truth, dict):
+        return None
+    numbers, target = ground_truth.get("numbers"), ground_truth.get("target")
+    if (not isinstance(numbers, list) or not numbers or not all(type(n) is int for n in numbers)
+            or type(target) is not int):
+        return None
+    return f"Numbers: {json.dumps(numbers)}, target: {target}"
 
 
 @dataclass(frozen=True)

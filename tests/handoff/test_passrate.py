@@ -142,6 +142,13 @@ def test_policy_audit_counts_behaviors_and_accuracy_from_labelled_samples():
     expected = cues.classify(texts[:3])
     for row, label in zip(rows[:3], expected):
         assert {b: row[b] for b in BEHAVIOR_NAMES} == label.counts
+    # With its prompt's problem, a response is classified below it, as the labeled sets were read.
+    statement = "Numbers: [3, 5, 1], target: 16"
+    fresh = {"key": "0:0", "id": "p0", "sample": 0, "data_source": "curate/countdown", "text": texts[0], "reward": 1.0,
+             "finish_reason": "stop", "request_error": None}
+    below = label_rows([fresh], cues, {"p0": statement})
+    assert {b: below[0][b] for b in BEHAVIOR_NAMES} == cues.classify([f"{statement}\n\n{texts[0]}"])[0].counts
+    assert below[0]["text"] == texts[0]
     assert all(rows[3][b] is None for b in BEHAVIOR_NAMES) and rows[3]["classifier_error"] == "empty output"
     result = PolicyAuditResult(output=Path("."), model="m", task="countdown", classifier=cues.name,
                                behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES})
@@ -171,13 +178,29 @@ def test_policy_audit_end_to_end_on_countdown(tiny_model, tmp_path):
     gold = {p["id"]: p["ground_truth"] for p in prompts}
     cues = get_classifier("cues")
     for sample in samples:
-        assert sample["reward"] == compute_score("curate/countdown", sample["text"], gold[sample["id"]])
+        truth = gold[sample["id"]]
+        assert sample["reward"] == compute_score("curate/countdown", sample["text"], truth)
         if sample["text"].strip():
-            assert {b: sample[b] for b in BEHAVIOR_NAMES} == cues.classify([sample["text"]])[0].counts
+            shown = f"Numbers: [{', '.join(map(str, truth['numbers']))}], target: {truth['target']}\n\n{sample['text']}"
+            assert {b: sample[b] for b in BEHAVIOR_NAMES} == cues.classify([shown])[0].counts
         else:
             assert all(sample[b] is None for b in BEHAVIOR_NAMES) and sample["classifier_error"] == "empty output"
     report = json.loads((out / "report.json").read_text())
     assert report["samples"] == 3 and report["accuracy"] == result.accuracy and set(report["behaviors"]) == set(BEHAVIOR_NAMES)
+    assert report["with_problem"] == sum(bool(s["text"].strip()) for s in samples)
     assert (out / "README.md").read_text().startswith("# Behavior audit of")
     with pytest.raises(ValueError, match="either a task or a dataset"):
         run_policy_audit(out, options, task=None, dataset=None)
+
+
+def test_problem_statements_come_from_countdown_ground_truths_only(tmp_path):
+    from curate.handoff.policy_audit import problem_statements
+
+    rows = [{"id": "a", "ground_truth": json.dumps({"numbers": [3, 5, 2], "target": 16})},
+            {"id": "b", "ground_truth": "\\frac{3}{4}"},
+            {"id": None, "ground_truth": json.dumps({"numbers": [1, 2], "target": 3})}]
+    (tmp_path / "data").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "data" / "train-00000.parquet")
+    pq.write_table(pa.Table.from_pylist([{"question": "q"}]), tmp_path / "data" / "other.parquet")
+    assert problem_statements(tmp_path) == {"a": "Numbers: [3, 5, 2], target: 16"}
+    assert problem_statements(tmp_path / "data" / "other.parquet") == {}

@@ -175,3 +175,16 @@ def test_breadth_first_levels_keep_a_small_beam_and_reach_the_target():
         leaf = next(leaf for leaf in finals if leaf.solution is not None)
         expression = expression_of(problem.numbers, leaf.path + (leaf.solution,))
         assert check_expression(expression, problem.numbers, problem.target).status == "correct"
+
+
+def test_problem_statement_is_the_line_the_labeled_sets_show_above_each_trace():
+    from curate.puzzles.countdown import problem_statement
+    from tests.blindset.resolve import countdown_text
+
+    trace = {"numbers": [48, 12, 9], "target": 45, "text": "12 - 9 = 3. 48 - 3 = 45."}
+    assert problem_statement({"numbers": [48, 12, 9], "target": 45}) == "Numbers: [48, 12, 9], target: 45"
+    assert countdown_text(trace) == problem_statement(trace) + "\n\n" + trace["text"]
+    assert problem_statement('{"numbers": [3, 5], "target": 15}') == "Numbers: [3, 5], target: 15"
+    for not_countdown in (None, "42", "not json", {"answer": 3}, {"numbers": [], "target": 3},
+                          {"numbers": [1.5, 2], "target": 3}, {"numbers": [1, 2], "target": "3"}, [1, 2]):
+        assert problem_statement(not_countdown) is None
