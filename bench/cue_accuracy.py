@@ -3,7 +3,7 @@ held-out set (tests/heldout) or the blind set (tests/blindset, real texts plus C
 of its halves.
 
     python bench/cue_accuracy.py [--classifier cues[,cues_v2,keyword]] [--set dev|heldout|blindset]
-                                 [--split tune|test] [--by-source] [--errors BEHAVIOR]
+                                 [--split tune|test] [--by-source] [--errors BEHAVIOR] [--trace-only]
 
 Presence is count >= 1. `keyword` is the naive floor of bench/keyword_baseline.py (one fixed regex per behavior).
 With several classifiers, one summary row per classifier and group gives each behavior's F1 and the macro F1.
@@ -107,10 +107,19 @@ def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
         return resolve_blindset(items_path=path)
 
 
-def evaluate(classifier_spec: str = "cues", labelled_set: str = "dev", split: str | None = None) -> tuple[list[dict], list]:
+def evaluate(classifier_spec: str = "cues", labelled_set: str = "dev", split: str | None = None,
+             trace_only: bool = False) -> tuple[list[dict], list]:
     items = load_items(labelled_set, split)
-    labels = classifier(classifier_spec).classify([item["text"] for item in items])
+    labels = classifier(classifier_spec).classify([text_of(item, trace_only) for item in items])
     return items, labels
+
+
+def text_of(item: dict, trace_only: bool) -> str:
+    """The text as the readers read it, or with `trace_only` a Countdown trace without the problem statement above it
+    (as a policy's response comes, before `audit-policy` puts its problem back above it)."""
+    if trace_only and is_countdown(item):
+        return item["text"].split("\n\n", 1)[1]
+    return item["text"]
 
 
 def is_countdown(item: dict) -> bool:
@@ -136,14 +145,14 @@ def macro_f1(items: list[dict], labels: list, indices: list[int]) -> float:
     return sum(scores(presence(items, labels, indices, b))[2] for b in BEHAVIOR_NAMES) / len(BEHAVIOR_NAMES)
 
 
-def summary(specs: list[str], labelled_set: str, split: str | None, by_source: bool) -> None:
+def summary(specs: list[str], labelled_set: str, split: str | None, by_source: bool, trace_only: bool = False) -> None:
     items = load_items(labelled_set, split)
     groups = groups_of(items, labelled_set, by_source)
     print(f"{len(items)} labeled items ({labelled_set}{f'/{split}' if split else ''}); cells are F1 (P / R)\n")
     print("| classifier | group | items | " + " | ".join(f"{b} (pos)" for b in BEHAVIOR_NAMES) + " | macro F1 |")
     print("|---" * (4 + len(BEHAVIOR_NAMES)) + "|")
     for spec in specs:
-        labels = classifier(spec).classify([item["text"] for item in items])
+        labels = classifier(spec).classify([text_of(item, trace_only) for item in items])
         for group, indices in groups.items():
             cells = []
             for b in BEHAVIOR_NAMES:
@@ -160,6 +169,8 @@ def main() -> None:
     parser.add_argument("--split", choices=("tune", "test"), help="one half of the held-out or blind set")
     parser.add_argument("--by-source", action="store_true")
     parser.add_argument("--errors", help="print false positives/negatives of this behavior")
+    parser.add_argument("--trace-only", action="store_true",
+                        help="classify each Countdown trace without the problem statement the readers saw above it")
     args = parser.parse_args()
     specs = [spec.strip() for spec in args.classifier.split(",") if spec.strip()]
     if args.errors and args.labelled_set in TEST_ONLY:
@@ -168,9 +179,9 @@ def main() -> None:
         if len(specs) > 1:
             if args.errors:
                 sys.exit("--errors reads one classifier's errors; name one")
-            summary(specs, args.labelled_set, args.split, args.by_source)
+            summary(specs, args.labelled_set, args.split, args.by_source, args.trace_only)
             return
-        items, labels = evaluate(args.classifier, args.labelled_set, args.split)
+        items, labels = evaluate(args.classifier, args.labelled_set, args.split, args.trace_only)
     except DevsetUnavailable as error:
         sys.exit(f"labelled set unavailable: {error}")
     except ValueError as error:
