@@ -5,8 +5,8 @@ writer's phrasing, and the next writer phrases it otherwise. A linear head over 
 folded to one symbol) and the cue counts learns from every labeled text at once. Measured by leaving one blind
 round out of training and scoring it (bench/train_cues_ngram.py), it gains on real texts (round 13: macro F1 0.585
 -> 0.658; round 5: 0.617 -> 0.662) and is mixed on Countdown traces (round 12: 0.762 -> 0.750; rounds 10 and 11,
-which cues_v11 was tuned on: 0.864 -> 0.897 and 0.784 -> 0.808). On round 14, labeled after it was written: 0.76 ->
-0.83.
+which cues_v11 was tuned on: 0.864 -> 0.897 and 0.784 -> 0.808). On the rounds labeled after it was written, against
+cues_v11: round 14 (Countdown) 0.76 -> 0.83, round 15 (real texts) 0.61 -> 0.65, round 17 (Countdown) 0.77 -> 0.81.
 
 The model ships in `models/cues_ngram_v1/`: `model.json` (vocabulary, settings, what it was trained on) and
 `weights.npz` (plain arrays, loaded without pickle: a model file is data, never code). The features are computed
