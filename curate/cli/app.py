@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from curate.cli.help_text import fit_examples
 from curate.errors import CurateError
 
 # Off a terminal (a log, a pipe, a scheduler's capture) a message stays one line: wrapped at rich's default 80
@@ -49,8 +50,13 @@ class CurateGroup(TyperGroup):
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
-        if command is not None and shutil.get_terminal_size().columns < RICH_HELP_MIN_COLUMNS:
+        columns = shutil.get_terminal_size().columns
+        if command is not None and columns < RICH_HELP_MIN_COLUMNS:
             command.rich_markup_mode = None  # click's plain help: wraps at word boundaries, cuts nothing
+            # ... and its examples, which it would rewrap too, are fitted to the width instead (cli/help_text.py).
+            if command.help:
+                command.authored_help = getattr(command, "authored_help", command.help)
+                command.help = fit_examples(command.authored_help, columns)
         return command
 
     def invoke(self, ctx):

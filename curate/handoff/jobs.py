@@ -116,7 +116,8 @@ class PolicyAuditJob:
     k: int = option("Samples per prompt.", default=1, min=1)
     seed: int = option("Seed of the generated task prompts.", default=0)
     classifier: str = option("Labels the behaviors of every response: a batch classifier (cues, distilled:DIR, a "
-                             "versioned name), or llm_v1 / cascade_v1 in-line on the model --judge-model names.",
+                             "versioned name), or llm_v1 / cascade_v1 in-line on the model --judge-model names. A "
+                             "Countdown response is read below its problem, as the labeled sets were.",
                              "--classifier", "-c", default="cues")
     checkpoints: str | None = option("A glob of checkpoint directories of one training run ('ckpts/step_*'): one "
                                      "audit each, in step order, into OUTPUT/<checkpoint>, and plots of behaviors "
