@@ -14,17 +14,24 @@ import sys
 from collections.abc import Callable
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_ROUTINE_LOG = re.compile(r"(\[NODE \d+\] )?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \| (TRACE|DEBUG|INFO|SUCCESS)\s*\|")
+_LOG_HEAD = r"(\[NODE \d+\] )?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \| "
+_ROUTINE_LOG = re.compile(_LOG_HEAD + r"(TRACE|DEBUG|INFO|SUCCESS)\s*\|")
+# datatrove logs a task's exception with its whole traceback (one message, ~190 lines) and then raises it again; the
+# command reports it where it surfaces (one line for an error the user can fix, Python's traceback for a bug), and
+# the task's log file keeps the traceback.
+_TASK_FAILURE_LOG = re.compile(_LOG_HEAD + r"ERROR\s*\| datatrove\.executor\.base:_run_for_rank:")
 
 
 class RoutineLogFilter:
-    """A text stream that passes everything except routine (INFO and below) loguru messages."""
+    """A text stream that passes everything except routine (INFO and below) loguru messages and the traceback of a
+    failed task that datatrove raises again."""
 
     def __init__(self, stream):
         self._stream = stream
 
     def write(self, text: str) -> int:
-        if _ROUTINE_LOG.match(_ANSI.sub("", text[:120])):
+        head = _ANSI.sub("", text[:200])
+        if _ROUTINE_LOG.match(head) or _TASK_FAILURE_LOG.match(head):
             return len(text)
         return self._stream.write(text)
 

@@ -44,3 +44,26 @@ def test_cli_prints_progress_and_summary_but_keeps_the_info_log_in_the_task_logs
     verbose = subprocess.run([CURATE, "--verbose", "tag", "--output", str(tmp_path / "verbose")],
                              capture_output=True, text=True, timeout=300, check=True)
     assert "| INFO" in verbose.stderr and "Stats:" in verbose.stderr
+
+
+def test_a_failed_task_is_one_line_on_the_console_and_its_traceback_stays_in_the_task_log(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "a", "text": "Let me check: 2 + 2 = 4."}\n')
+    out = tmp_path / "tags"
+    failed = subprocess.run([CURATE, "tag", "--input", str(corpus), "--output", str(out), "--classifier",
+                             "distilled:" + str(tmp_path / "no-model")], capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 2
+    lines = [line for line in failed.stderr.splitlines() if line.strip()]
+    assert lines == [line for line in lines if "Traceback" not in line and "| ERROR" not in line]
+    assert lines[-1].startswith("error: ") and "is not a distilled model directory" in lines[-1]
+    task_log = next((out).glob("*/_logs/logs/task_00000.log")).read_text()
+    assert "Traceback" in task_log and "DistilledModelError" in task_log
+
+
+def test_the_filter_passes_other_errors():
+    stream = io.StringIO()
+    sink = logger.add(RoutineLogFilter(stream), level="DEBUG",
+                      format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {name}:{function}:{line} - {message}")
+    logger.error("a server failed to start")
+    logger.remove(sink)
+    assert "a server failed to start" in stream.getvalue()
