@@ -51,6 +51,7 @@ from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
+from curate import hf_tokenizers
 from curate.behaviors import BEHAVIOR_NAMES, Behavior, UnknownBehaviorError, parse_behavior_list
 from curate.builders.jobs import CPTJob
 from curate.classifiers.llm import Truncator, read_prompt_files
@@ -150,10 +151,8 @@ def parse_token_count(value: str | int) -> int:
 
 
 def load_tokenizer(name_or_path: str):
-    from transformers import AutoTokenizer
-
     try:
-        return AutoTokenizer.from_pretrained(name_or_path)
+        return hf_tokenizers.load_tokenizer(name_or_path)
     except Exception as error:
         raise CPTError(f"cannot load the tokenizer {name_or_path!r}: {type(error).__name__}: {error}") from error
 

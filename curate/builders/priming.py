@@ -61,6 +61,7 @@ from curate.data_cards.cards import (
 )
 from curate.errors import CurateError
 from curate.files import write_text_atomic
+from curate.hf_tokenizers import load_tokenizer
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
 from curate.pipelines.state import STATE, write_once
@@ -349,12 +350,6 @@ def placeholder_text(tokenizer, n_tokens: int) -> str:
                 return text
             k = max(1, k + n_tokens - count)
     raise PrimingError(f"no filler of exactly {n_tokens} tokens found for this tokenizer")
-
-
-def load_tokenizer(name: str):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(name)
 
 
 def run_priming(config: PrimingConfig, output: str | Path, progress: bool = True, dedup: bool = False,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior
 from curate.classifiers.base import Classifier, register
+from curate.hf_tokenizers import load_tokenizer
 from curate.schema import Labels
 
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "llm_v1"
@@ -197,10 +198,8 @@ class Truncator:
 
     @cached_property
     def tokenizer(self):
-        from transformers import AutoTokenizer
-
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_name_or_path)
+            tokenizer = load_tokenizer(self.tokenizer_name_or_path)
         except Exception as error:
             raise ValueError(
                 f"cannot load the tokenizer {self.tokenizer_name_or_path!r} to truncate documents "
