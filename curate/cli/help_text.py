@@ -11,6 +11,7 @@ as one command.
 from __future__ import annotations
 
 import re
+import shlex
 
 # click's help formatter indents a command's help by 2 and the example blocks add their own 4.
 HELP_INDENT = 2
@@ -19,31 +20,13 @@ CONTINUATION_INDENT = "    "
 _COMMENT = re.compile(r"\s{2,}(#\s.*)$")
 
 
-def shell_words(command: str) -> list[str]:
-    """The command split at spaces outside quotes (the quotes kept), so that a break never falls inside a word."""
-    words, current, quote = [], "", None
-    for char in command:
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == " ":
-            if current:
-                words.append(current)
-            current = ""
-            continue
-        current += char
-    if current:
-        words.append(current)
-    return words
-
-
 def fit_command(command: str, width: int) -> list[str]:
     """One example command as lines of at most `width` characters where its words allow: continuation lines end in
     ` \\` and are indented further, an option stays with its value where both fit a line, and a word longer than a
     line stands on a line of its own."""
     lines, line = [], ""
-    for word in shell_words(command):
+    # shlex without POSIX rules splits at spaces outside quotes and keeps the quotes: a break never falls inside a word.
+    for word in shlex.split(command, posix=False):
         candidate = f"{line} {word}" if line else word
         # Every line but the last carries " \\"; the continuation lines their indent.
         room = width - 2 - (len(CONTINUATION_INDENT) if lines else 0)

@@ -225,8 +225,7 @@ def run_policy_audit(
     samples_path = output / "samples.parquet"
     with atomic_path(samples_path) as partial_path, pq.ParquetWriter(partial_path, SAMPLES_SCHEMA) as writer:
         for batch in batched(_samples(sampling.rates_dir), batch_size):
-            result.with_problem += sum(row["id"] in statements and row["request_error"] is None
-                                       and bool((row["text"] or "").strip()) for row in batch)
+            result.with_problem += sum(row["id"] in statements and worth_labelling(row) for row in batch)
             rows = (label_rows(batch, labeller, statements) if labels is None
                     else _labelled_by_id(batch, labels, name))
             for row in rows:
@@ -253,6 +252,11 @@ def problem_statements(prompts: Path) -> dict[str, str]:
             if statement is not None and row["id"] is not None:
                 statements[str(row["id"])] = statement
     return statements
+
+
+def worth_labelling(row: dict) -> bool:
+    """A response with text whose request did not fail."""
+    return row["request_error"] is None and bool((row["text"] or "").strip())
 
 
 def text_to_label(row: dict, statements: dict[str, str]) -> str:
@@ -283,10 +287,8 @@ def label_in_line(rates_dir: Path, output: Path, judge: ServerOptions, classifie
     response below its problem statement where it has one; written only when it changed, so that a rerun resumes the
     tagging) and OUT/tags/<classifier>/ its shards."""
     corpus = output / "responses" / "responses.jsonl"
-    worth_labelling = (row for row in _samples(rates_dir)
-                       if row["request_error"] is None and (row["text"] or "").strip())
     text = "".join(json.dumps({"id": sample_id(row), "text": text_to_label(row, statements)}, ensure_ascii=False) + "\n"
-                   for row in worth_labelling)
+                   for row in _samples(rates_dir) if worth_labelling(row))
     options = LLMTagOptions(**{f.name: getattr(judge, f.name) for f in dataclasses.fields(ServerOptions)},
                             gate="cues" if classifier.startswith("cascade_") else None)
     if not text:
