@@ -11,6 +11,7 @@ import pytest
 from datatrove.executor import slurm
 from datatrove.executor.base import PipelineExecutor
 from datatrove.executor.local import LocalPipelineExecutor
+from datatrove.pipeline.inference.checkpointing import CheckpointManager
 from datatrove.pipeline.inference.run_inference import InferenceRunner
 from datatrove.pipeline.inference.servers import VLLMServer
 from datatrove.pipeline.inference.servers.base import InferenceServer
@@ -28,6 +29,7 @@ HOOKS = [
     (DiskWriter, "close_file", ["self", "filename"], "pipelines.steps.AtomicOutput"),
     (InferenceRunner, "_init_server", ["self", "rank"], "pipelines.llm_tag.CurateInferenceRunner"),
     (InferenceServer, "_make_request", ["self", "payload"], "pipelines.llm_tag.CurateInferenceRunner"),
+    (CheckpointManager, "update_last_chunk_index", ["self", "rank"], "pipelines.llm.server.DurableCheckpointManager"),
     (InferenceServer, "bg_start_server", ["self"], "pipelines.vllm_serve.CurateVLLMServer (polls the compile lock first)"),
     (VLLMServer, "start_server", ["self"], "pipelines.vllm_serve.CurateVLLMServer"),
     (VLLMServer, "_start_vllm_task", ["self"], "pipelines.vllm_serve.CurateVLLMServer (PATH for the executable)"),
@@ -70,3 +72,15 @@ def test_compile_lock_keeps_the_state_the_polling_lock_takes_over(tmp_path):
     source = inspect.getsource(VLLMServer._start_vllm_task)
     assert '"vllm",' in source and "os.environ.copy()" in source
     assert "check_required_dependencies" in inspect.getsource(VLLMServer.__init__)
+
+
+def test_checkpoint_manager_keeps_the_state_the_durable_manager_rewrites(tmp_path):
+    # DurableCheckpointManager re-implements update_last_chunk_index over these attributes and files; the
+    # runner builds its manager in __init__ and uses it through self.checkpoint_manager only.
+    manager = CheckpointManager(str(tmp_path), 3)
+    for attribute in ("file_locks", "checkpoint_file_lock", "per_chunk_counts", "new_completed_chunks",
+                      "last_chunk_index", "checkpoints_local_dir", "records_per_chunk", "request_cache"):
+        assert hasattr(manager, attribute), attribute
+    source = inspect.getsource(CheckpointManager)
+    assert 'f"last_chunk/{rank:05d}.txt"' in source and 'f"{rank:05d}/chunk_{chunk_index:05d}.jsonl"' in source
+    assert "self.checkpoint_manager = CheckpointManager(" in inspect.getsource(InferenceRunner.__init__)

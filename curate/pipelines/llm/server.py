@@ -17,6 +17,7 @@ import shutil
 import signal
 import threading
 
+from datatrove.pipeline.inference.checkpointing import CheckpointManager
 from datatrove.pipeline.inference.run_inference import InferenceConfig, InferenceRunner
 from datatrove.pipeline.inference.servers import CustomServer, InferenceServer
 from datatrove.pipeline.inference.servers.base import ServerError
@@ -105,10 +106,58 @@ class TransformersServer(CustomServer):
         return f"http://127.0.0.1:{self._port}"
 
 
+class DurableCheckpointManager(CheckpointManager):
+    """datatrove's CheckpointManager, recording a finished chunk before forgetting how to replay it.
+
+    datatrove, once a chunk's output file is final, deletes the chunk's local checkpoint, drops its cached
+    requests (an await on SQLite) and only then truncates and rewrites last_chunk/RANK.txt. A kill in between
+    left a chunk whose output was final but that the rerun did not know was finished and could not replay: it
+    asked the model again for every document of it (and rewrote the file). A kill between the truncation and
+    the write left an empty marker the rerun cannot parse. Here the marker is replaced atomically first; a kill
+    after it leaves only the chunk's checkpoint and cache entries, which a rerun skips (parse_existing_checkpoints
+    ignores chunks up to the marker) and the run's successful end deletes."""
+
+    async def update_last_chunk_index(self, rank: int) -> None:
+        async with self.checkpoint_file_lock:
+            # Chunks can finish out of order: advance over every finished one that follows the marker.
+            while self.last_chunk_index + 1 in self.new_completed_chunks:
+                chunk_index = self.last_chunk_index + 1
+                self.record_last_chunk(rank, chunk_index)
+                self.last_chunk_index = chunk_index
+                async with self.file_locks[chunk_index]:
+                    chunk_file = os.path.join(self.checkpoints_local_dir, f"{rank:05d}/chunk_{chunk_index:05d}.jsonl")
+                    if os.path.exists(chunk_file):
+                        os.remove(chunk_file)
+                self.file_locks.pop(chunk_index)
+                self.per_chunk_counts.pop(chunk_index)
+                self.new_completed_chunks.remove(chunk_index)
+                if self.request_cache is not None:
+                    await self.request_cache.drop_chunk(chunk_index)
+
+    def record_last_chunk(self, rank: int, chunk_index: int) -> None:
+        """last_chunk/RANK.txt (the file datatrove reads on resume) holds `chunk_index`, or its old value if
+        killed while writing: never an empty or half-written file."""
+        path = os.path.join(self.checkpoints_local_dir, "last_chunk", f"{rank:05d}.txt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = path + ".tmp"  # not .partial: that suffix marks an unfinished output file in curate
+        with open(temporary, "w") as f:
+            f.write(str(chunk_index))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+
+
 class CurateInferenceRunner(InferenceRunner):
     """InferenceRunner plus the `transformers` server, a per-request timeout for local servers, bounded
-    retries on HTTP 500 and an API key read from the environment inside the worker (so it is never
-    part of the pipeline description datatrove writes to executor.json)."""
+    retries on HTTP 500, an API key read from the environment inside the worker (so it is never
+    part of the pipeline description datatrove writes to executor.json), and checkpoints that a kill
+    at any moment leaves resumable without asking the model again for a finished chunk."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        datatrove_manager = self.checkpoint_manager
+        self.checkpoint_manager = DurableCheckpointManager(
+            datatrove_manager.checkpoints_local_dir, datatrove_manager.records_per_chunk, request_cache=self.request_cache)
 
     def _init_server(self, rank: int) -> InferenceServer:
         if self.config.server_type == "endpoint" and self.config.api_key is None:
