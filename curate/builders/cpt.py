@@ -53,7 +53,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate import hf_tokenizers
 from curate.behaviors import BEHAVIOR_NAMES, Behavior, UnknownBehaviorError, parse_behavior_list
-from curate.builders.jobs import CPTJob
+from curate.builders.jobs import CPTJob, server_start
 from curate.classifiers.llm import Truncator, read_prompt_files
 from curate.classifiers.solution import (
     CUE_VERSION,
@@ -1870,7 +1870,8 @@ def cpt_options(job: CPTJob) -> tuple[CPTSelection, RewriteOptions | None, Solut
     if job.rewrite and not job.model:
         raise CPTError("--rewrite needs --model")
     server = {"model": job.model, "backend": job.backend, "endpoint_url": job.endpoint_url,
-              "max_doc_tokens": job.max_doc_tokens, "tp": job.tp, "dp": job.dp, "concurrency": job.concurrency}
+              "max_doc_tokens": job.max_doc_tokens, "tp": job.tp, "dp": job.dp, "concurrency": job.concurrency,
+              **server_start(job)}
     rewrite = RewriteOptions(**server, max_new_tokens=job.max_new_tokens) if job.rewrite else None
     if job.solution_judge not in JUDGES:
         raise CPTError(f"--solution-judge must be cues or llm, not {job.solution_judge!r}")

@@ -22,6 +22,8 @@ from curate.pipelines.jobs import (
     OVERWRITE_HELP,
     SAMPLE_GLOB,
     SPLIT_HELP,
+    START_RETRIES_HELP,
+    START_TIMEOUT_HELP,
     VERIFY_INPUTS_HELP,
     group,
     option,
@@ -30,6 +32,13 @@ from curate.pipelines.jobs import (
 if TYPE_CHECKING:  # they import datatrove
     from curate.pipelines.cleaning import Cleaning
     from curate.pipelines.readers import InputSpec
+
+
+def server_start(job) -> dict:
+    """How a job's model server is started (--server-start-timeout, --server-start-retries), as ServerOptions fields:
+    only those given, so that the parameters a dataset was claimed with before the options existed still match."""
+    given = {"server_start_timeout": job.server_start_timeout, "server_start_retries": job.server_start_retries}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +153,8 @@ class McqaJob:
     device: str = option(DEVICE_HELP, default="auto")
     max_tokens: int = option("--reformulate: generation budget per rewrite.", default=1024, min=16)
     concurrency: int | None = option("--reformulate: requests in flight.", default=None, min=1)
+    server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
+    server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)
     overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the question).",
                                decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam "
@@ -155,7 +166,7 @@ class McqaJob:
         if not self.reformulate:
             return None
         return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
-                "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency}
+                "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency, **server_start(self)}
 
 
 # The priming check is the cue engine, not `cues` (cues_ngram_v1): the symbolic writer's templates were written
@@ -202,6 +213,8 @@ class PrimingJob:
     temperature: float = option("--writer llm: sampling temperature of the teacher.", default=0.7, min=0)
     max_trace_tokens: int = option("--writer llm: generation budget per trace.", default=2048, min=16)
     concurrency: int | None = option("--writer llm / --judge-model: requests in flight.", default=None, min=1)
+    server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
+    server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)
     judge_model: str | None = option("Also judge every written trace with this model (LLM judge, Countdown prompt with "
                                      "the numbers and target; served by --backend/--endpoint-url/--device): the card "
                                      "reports its acceptance beside the classifier's.", default=None)
@@ -219,7 +232,7 @@ class PrimingJob:
         if self.writer != "llm":
             return None
         return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
-                "temperature": self.temperature, "max_tokens": self.max_trace_tokens, "concurrency": self.concurrency}
+                "temperature": self.temperature, "max_tokens": self.max_trace_tokens, "concurrency": self.concurrency, **server_start(self)}
 
     @property
     def judge(self) -> dict | None:
@@ -227,7 +240,7 @@ class PrimingJob:
         if not self.judge_model:
             return None
         return {"model": self.judge_model, "backend": self.backend, "endpoint_url": self.endpoint_url,
-                "device": self.device, "concurrency": self.concurrency}
+                "device": self.device, "concurrency": self.concurrency, **server_start(self)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,6 +285,8 @@ class CPTJob:
     tp: int = option("--backend vllm: tensor parallel size.", default=1, min=1)
     dp: int = option("--backend vllm: data parallel size.", default=1, min=1)
     concurrency: int | None = option("--rewrite: requests in flight.", default=None, min=1)
+    server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
+    server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)
     pack_length: int = option("Tokens per packed sequence.", default=4096, min=2)
     pack_format: str = option("Packed sequences as parquet or memmap (tokens.bin).", default="parquet")
     license: str = option("License of the source text, for the cards.", default="other", panel=OUTPUT_PANEL)

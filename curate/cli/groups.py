@@ -60,6 +60,8 @@ from curate.pipelines.jobs import (
     INPUT,
     SERVER,
     SPLIT_HELP,
+    START_RETRIES_HELP,
+    START_TIMEOUT_HELP,
     TASKS_HELP,
     WORKERS_HELP,
     field_types,
@@ -241,6 +243,16 @@ SERVER_FLAGS: dict[str, GroupField] = {
     ),
     "tp": GroupField("tp", _server(int, help="vLLM tensor parallelism.", min=1), 1),
     "dp": GroupField("dp", _server(int, help="vLLM data parallelism.", min=1), 1),
+    "server_start_timeout": GroupField(
+        "server_start_timeout",
+        _server(float | None, help=START_TIMEOUT_HELP, min=1),
+        None,
+    ),
+    "server_start_retries": GroupField(
+        "server_start_retries",
+        _server(int | None, help=START_RETRIES_HELP, min=0),
+        None,
+    ),
     "server_args": GroupField(
         "server_arg",
         _server(

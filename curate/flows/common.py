@@ -117,7 +117,8 @@ class ServerBase(BaseModel):
 def _server_fields() -> dict:
     """The ServerOptions fields the "Model server" panel offers, with their defaults and the panel's bounds."""
     hints = typing.get_type_hints(ServerOptions)
-    bounds = {"concurrency": {"ge": 1}, "tp": {"ge": 1}, "dp": {"ge": 1}}
+    bounds = {"concurrency": {"ge": 1}, "tp": {"ge": 1}, "dp": {"ge": 1}, "server_start_timeout": {"ge": 1},
+              "server_start_retries": {"ge": 0}}
     return {f.name: (hints[f.name], Field(f.default, **bounds.get(f.name, {}))
                      if f.default_factory is dataclasses.MISSING else Field(default_factory=f.default_factory))
             for f in dataclasses.fields(ServerOptions) if f.name in SERVER_FIELDS}

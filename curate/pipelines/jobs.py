@@ -55,6 +55,8 @@ OVERWRITE_HELP = "--output holds another dataset: remove what it wrote, then wri
 ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
 SPLIT_HELP = "Split of a Hugging Face dataset."
 DEVICE_HELP = "--backend transformers: device for `transformers serve`."
+START_TIMEOUT_HELP = "Seconds one server start may take until it answers (default: vllm 1800, transformers 600, endpoint 300)."
+START_RETRIES_HELP = "Start attempts after a failed one (default: vllm 2, else 1)."
 CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR/data)."
 CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
 
@@ -99,7 +101,8 @@ def field_types(job_class: type, known: dict[str, type] | None = None) -> dict[s
 
 # The ServerOptions fields that the "Model server" panel offers (curate.cli.groups.SERVER_FLAGS): a flow's server
 # parameters are these, so that a flow can set what the command can (less a job's `without`).
-SERVER_FIELDS = ("backend", "endpoint_url", "device", "concurrency", "tp", "dp", "server_args")
+SERVER_FIELDS = ("backend", "endpoint_url", "device", "concurrency", "tp", "dp", "server_start_timeout",
+                 "server_start_retries", "server_args")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,15 +158,11 @@ class TagLLMJob:
         "Qwen3 gets thinking off, others {}).", default=None)
     reasoning_parser: str | None = option("--backend vllm: vLLM reasoning parser (deepseek_r1, qwen3, ...) that "
                                           "splits thinking off the answer.", default=None)
-    server_start_timeout: float | None = option("Seconds one server start may take until it answers (default: vllm "
-                                                "1800, transformers 600).", default=None, min=1)
-    server_start_retries: int | None = option("Start attempts after a failed one (default: vllm 2, else 1).",
-                                              default=None, min=0)
     corpus: InputSpec = group(INPUT)
     # The server and how tagging prompts it (LLMTagOptions), holding the fields of `also` too.
     server: LLMTagOptions = group(SERVER, config="llm_tag", also=(
         "mode", "structured", "max_doc_tokens", "max_answer_tokens", "tokenizer", "gate", "request_timeout",
-        "records_per_chunk", "reasoning_parser", "server_start_timeout", "server_start_retries"))
+        "records_per_chunk", "reasoning_parser"))
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
 
 

@@ -93,3 +93,18 @@ def test_sigterm_while_waiting_for_the_endpoint_stops_the_run(tmp_path):
     assert process.returncode == 130, stderr[-3000:]
     assert time.monotonic() - signalled < 30
     assert last_line(stderr) == "interrupted: run the same command again to resume", stderr[-3000:]
+
+
+def test_priming_with_a_short_start_timeout_exits_2_with_one_line(tmp_path):
+    """--server-start-timeout / --server-start-retries reach every job that starts or waits for a server, not only
+    tag-llm: without them this run would wait 300 s per attempt for the endpoint, twice."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    started = time.monotonic()
+    done = run_cli(["priming", "--variant", "all_strategies", "--writer", "llm", "--model", "org/m", "--backend",
+                    "endpoint", "--endpoint-url", url, "--server-start-timeout", "1", "--server-start-retries", "0",
+                    "--n", "4", "--test-n", "1", "-o", str(tmp_path / "priming")], ROOT)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert time.monotonic() - started < LIMIT
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [last_line(done.stderr)], done.stderr[-3000:]
+    assert f"the endpoint {url} (org/m) did not answer (1 s per attempt, 1 attempt)" in errors[0], errors[0]
