@@ -166,7 +166,8 @@ class McqaJob:
         if not self.reformulate:
             return None
         return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
-                "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency, **server_start(self)}
+                "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency,
+                **server_start(self)}
 
 
 # The priming check is the cue engine, not `cues` (cues_ngram_v1): the symbolic writer's templates were written
@@ -232,7 +233,8 @@ class PrimingJob:
         if self.writer != "llm":
             return None
         return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
-                "temperature": self.temperature, "max_tokens": self.max_trace_tokens, "concurrency": self.concurrency, **server_start(self)}
+                "temperature": self.temperature, "max_tokens": self.max_trace_tokens, "concurrency": self.concurrency,
+                **server_start(self)}
 
     @property
     def judge(self) -> dict | None:

@@ -55,7 +55,8 @@ OVERWRITE_HELP = "--output holds another dataset: remove what it wrote, then wri
 ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
 SPLIT_HELP = "Split of a Hugging Face dataset."
 DEVICE_HELP = "--backend transformers: device for `transformers serve`."
-START_TIMEOUT_HELP = "Seconds one server start may take until it answers (default: vllm 1800, transformers 600, endpoint 300)."
+START_TIMEOUT_HELP = ("Seconds one server start may take until it answers (default: vllm 1800, transformers 600, "
+                      "endpoint 300).")
 START_RETRIES_HELP = "Start attempts after a failed one (default: vllm 2, else 1)."
 CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR/data)."
 CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
