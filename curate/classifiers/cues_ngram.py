@@ -1,4 +1,4 @@
-"""`cues_ngram_v1`: one logistic head per behavior over a text's word n-grams and `cues_v11`'s counts.
+"""`cues_ngram_v1` and `v2`: one logistic head per behavior over a text's word n-grams and `cues_v11`'s counts.
 
 Each cue revision raised its own tuning figures and moved the next fresh set by a point at most: a cue is one
 writer's phrasing, and the next writer phrases it otherwise. A linear head over word 1-3-grams (TF-IDF, digits
@@ -8,7 +8,10 @@ round out of training and scoring it (bench/train_cues_ngram.py), it gains on re
 which cues_v11 was tuned on: 0.864 -> 0.897 and 0.784 -> 0.808). On the rounds labeled after it was written, against
 cues_v11: round 14 (Countdown) 0.76 -> 0.83, round 15 (real texts) 0.61 -> 0.65, round 17 (Countdown) 0.77 -> 0.81.
 
-The model ships in `models/cues_ngram_v1/`: `model.json` (vocabulary, settings, what it was trained on) and
+`cues_ngram_v2` is the same model trained on more text (rounds 14, 15 and 17 and the third precision read added) with
+weaker regularization (C = 16, chosen leaving one round out among its training sets); its tests are rounds 18 and 19.
+
+Each model ships in `models/cues_ngram_vN/`: `model.json` (vocabulary, settings, what it was trained on) and
 `weights.npz` (plain arrays, loaded without pickle: a model file is data, never code). The features are computed
 here, not by scikit-learn's vectorizer, so inference needs numpy alone; tests/classifiers/test_cues_ngram.py
 checks them against scikit-learn's TfidfVectorizer.
@@ -36,7 +39,8 @@ from curate.classifiers.base import Classifier, get_classifier, register
 from curate.errors import CurateError
 from curate.schema import Labels
 
-MODEL_DIR = Path(__file__).resolve().parent / "models" / "cues_ngram_v1"
+MODELS = Path(__file__).resolve().parent / "models"
+MODEL_DIR = MODELS / "cues_ngram_v1"
 FORMAT_VERSION = 1
 # scikit-learn's default token: two or more word characters. Digits are folded first, so numbers drop out of
 # the words and a trace is read for how it argues, not for which numbers it was given.
@@ -200,9 +204,8 @@ def train(texts: Sequence[str], cue_counts: np.ndarray, gold: dict[str, Sequence
 
 
 class CueNgramClassifier(Classifier):
-    name = "cues_ngram_v1"
-
-    def __init__(self, model_dir: Path = MODEL_DIR, batch_size: int = 64):
+    def __init__(self, model_dir: Path = MODEL_DIR, batch_size: int = 64, name: str = "cues_ngram_v1"):
+        self.name = name
         self.heads = NgramModel.load(Path(model_dir))
         self.cues = get_classifier(self.heads.cues, batch_size=batch_size)
         # Attribute rows name the weights they came from, so a retrained model's tags are told apart.
@@ -226,3 +229,10 @@ class CueNgramClassifier(Classifier):
 @register("cues_ngram_v1")
 def make_cue_ngram_classifier(batch_size: int = 64) -> CueNgramClassifier:
     return CueNgramClassifier(batch_size=batch_size)
+
+
+@register("cues_ngram_v2")
+def make_cue_ngram_v2_classifier(batch_size: int = 64) -> CueNgramClassifier:
+    """v1's features and settings, trained on every labeled set including the rounds that measured v1 (14, 15, 17
+    and the third precision read); measured on rounds 18 and 19, labeled after it was written."""
+    return CueNgramClassifier(MODELS / "cues_ngram_v2", batch_size=batch_size, name="cues_ngram_v2")

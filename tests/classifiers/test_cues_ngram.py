@@ -1,5 +1,5 @@
-"""cues_ngram_v1: its features are scikit-learn's TF-IDF, its shipped model loads and labels consistently, and a bad
-model file is a clear error."""
+"""cues_ngram_v1 and v2: their features are scikit-learn's TF-IDF, each shipped model loads and labels consistently,
+and a bad model file is a clear error."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
-from curate.classifiers.cues_ngram import MODEL_DIR, NgramFeatures, NgramModel, NgramModelError, counts_of, train
+from curate.classifiers.cues_ngram import (MODEL_DIR, MODELS, NgramFeatures, NgramModel, NgramModelError, counts_of,
+                                           train)
 from tests.support.shared import sample_records
 
 
@@ -32,12 +33,17 @@ def test_features_are_scikit_learns_tfidf(sample_texts):
     np.testing.assert_allclose(features.ngram_matrix(sample_texts).toarray(), expected, atol=1e-12)
 
 
-def test_shipped_model_labels_follow_its_scores(sample_texts):
-    classifier = get_classifier("cues_ngram")
-    assert classifier.name == "cues_ngram_v1" and classifier.prompt_version.startswith("weights-")
-    meta = json.loads((MODEL_DIR / "model.json").read_text())
-    # The test sets labeled after it was written stay out of its training.
-    assert not {"blindset14", "blindset15", "blindset17", "precision3"} & set(meta["trained_on"])
+# Each version's test sets, labeled after it was written, stay out of its training.
+TESTS_OF = {"cues_ngram_v1": {"blindset14", "blindset15", "blindset17", "precision3"},
+            "cues_ngram_v2": {"blindset18", "blindset19"}}
+
+
+@pytest.mark.parametrize("name", sorted(TESTS_OF))
+def test_shipped_model_labels_follow_its_scores(sample_texts, name):
+    classifier = get_classifier(name)
+    assert classifier.name == name and classifier.prompt_version.startswith("weights-")
+    meta = json.loads((MODELS / name / "model.json").read_text())
+    assert not TESTS_OF[name] & set(meta["trained_on"])
     assert sum(meta["trained_on"].values()) > 3000
     texts = sample_texts[:60]
     labels = classifier.classify(texts)
