@@ -67,6 +67,8 @@ ROUNDS = {  # seed, size factor of every pool, the folder of its items
     # Round 17 and 18 are Countdown traces written for the project. Round 19 repeats round 5's rules after round 15
     # and the third precision read became training text of cues_ngram_v2: its real-text test set.
     19: (20261219, 0.5, HERE / "round19"),
+    # The fourth precision read's pool (cues_ngram_v2), drawn after round 19 (tests/blindset/precision4).
+    20: (20261220, 1.5, HERE / "precision4"),
 }
 SE_FILES = (
     "stackexchange_math/mathoverflow.net__mathematical-physics.jsonl",
