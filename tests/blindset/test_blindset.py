@@ -82,15 +82,16 @@ def test_every_text_resolves_with_its_checksum():
     assert all(it["text"].startswith("Numbers: [") for it in items if it["source"] == "countdown")
 
 
-# Every labeled round after the first (4, 6 and 16 are the precision reads' pools).
-LABELED_ROUNDS = (2, 3, 5, *range(7, 16), 17)
+# Every labeled round after the first (4, 6, 16 and 20 are the precision reads' pools).
+LABELED_ROUNDS = (2, 3, 5, *range(7, 16), 17, 18, 19)
+PRECISION_READS = ("precision", "precision2", "precision3", "precision4")
 
 
 @pytest.mark.parametrize(
     "items_path",
     [ITEMS_PATH] + [ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in LABELED_ROUNDS]
-    + [ITEMS_PATH.parent / name / "items.jsonl" for name in ("precision", "precision2", "precision3")],
-    ids=["round1", *(f"round{n}" for n in LABELED_ROUNDS), "precision", "precision2", "precision3"],
+    + [ITEMS_PATH.parent / name / "items.jsonl" for name in PRECISION_READS],
+    ids=["round1", *(f"round{n}" for n in LABELED_ROUNDS), *PRECISION_READS],
 )
 def test_labels_cover_every_item_and_record_both_readers(items_path):
     items = {json.loads(line)["id"]: json.loads(line) for line in items_path.read_text().splitlines() if line.strip()}
@@ -110,10 +111,12 @@ def test_labels_cover_every_item_and_record_both_readers(items_path):
 
 PRECISION_ITEMS = ITEMS_PATH.parent / "precision" / "items.jsonl"
 PRECISION2_ITEMS = ITEMS_PATH.parent / "precision2" / "items.jsonl"
-# The drawn real-text rounds (7-12, 14 and 17 are Countdown traces written for the project).
-ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, 13, 15)}
-# Round 15 was drawn at round 5's sizes, but the smaller sources were nearly used up by then (draw.py says which).
-SMALLEST_ROUND = {15: 250}
+PRECISION3_ITEMS = ITEMS_PATH.parent / "precision3" / "items.jsonl"
+# The drawn real-text rounds (7-12, 14, 17 and 18 are Countdown traces written for the project).
+ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, 13, 15, 19)}
+# Rounds 15 and 19 were drawn at round 5's sizes, but the smaller sources were nearly used up by then (draw.py says
+# which).
+SMALLEST_ROUND = {15: 250, 19: 240}
 
 
 @pytest.mark.parametrize("round_number", sorted(ROUND_ITEMS), ids=lambda n: f"round{n}")
@@ -128,6 +131,7 @@ def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_n
     earlier = [DEV_LABELS, HELDOUT, ITEMS_PATH] + [ROUND_ITEMS[n] for n in ROUND_ITEMS if n < round_number]
     earlier += [PRECISION_ITEMS] if round_number > 4 else []
     earlier += [PRECISION2_ITEMS] if round_number > 6 else []
+    earlier += [PRECISION3_ITEMS] if round_number > 16 else []
     for path in earlier:
         old = [it for it in read(path) if it["source"] != "countdown"]
         assert not {key(it) for it in drawn} & {key(it) for it in old}, path
@@ -136,7 +140,7 @@ def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_n
 
 
 # The Countdown rounds written for the project, after round 1's traces.
-AUTHORED_ROUNDS = (7, 8, 9, 10, 11, 12, 14, 17)
+AUTHORED_ROUNDS = (7, 8, 9, 10, 11, 12, 14, 17, 18)
 
 
 def test_authored_countdown_rounds_hold_three_even_styles_and_repeat_no_problem():
