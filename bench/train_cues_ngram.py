@@ -12,8 +12,8 @@ this script existed, on the same leave-one-round-out scheme over rounds 10-13 an
 regularization: C = 16 instead of 4, chosen by leaving out each of rounds 5, 13, 15 (real) and 12, 14, 17 (Countdown)
 in turn among v2's training sets, before any classifier ran on rounds 18 and 19 (macro F1 0.671 -> 0.691, 0.662 ->
 0.668, 0.653 -> 0.636, 0.758 -> 0.772, 0.826 -> 0.841, 0.814 -> 0.820; mean 0.731 -> 0.738; C = 1 and unweighted
-classes were lower, and a backward-chaining threshold above 0.5 bought no precision). `--write`
-then trains on every set and writes the shipped model to curate/classifiers/models/cues_ngram_<version>/.
+classes were lower, and a backward-chaining threshold above 0.5 bought no precision). `--write` then trains on every
+set and writes the shipped model to curate/classifiers/models/cues_ngram_<version>/.
 """
 
 from __future__ import annotations

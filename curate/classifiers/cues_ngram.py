@@ -204,9 +204,11 @@ def train(texts: Sequence[str], cue_counts: np.ndarray, gold: dict[str, Sequence
 
 
 class CueNgramClassifier(Classifier):
-    def __init__(self, model_dir: Path = MODEL_DIR, batch_size: int = 64, name: str = "cues_ngram_v1"):
+    """The heads of the shipped model `name`, read from its folder under models/."""
+
+    def __init__(self, name: str, batch_size: int = 64):
         self.name = name
-        self.heads = NgramModel.load(Path(model_dir))
+        self.heads = NgramModel.load(MODELS / name)
         self.cues = get_classifier(self.heads.cues, batch_size=batch_size)
         # Attribute rows name the weights they came from, so a retrained model's tags are told apart.
         self.prompt_version = f"weights-{self.heads.digest}"
@@ -228,11 +230,9 @@ class CueNgramClassifier(Classifier):
 
 @register("cues_ngram_v1")
 def make_cue_ngram_classifier(batch_size: int = 64) -> CueNgramClassifier:
-    return CueNgramClassifier(batch_size=batch_size)
+    return CueNgramClassifier("cues_ngram_v1", batch_size)
 
 
 @register("cues_ngram_v2")
 def make_cue_ngram_v2_classifier(batch_size: int = 64) -> CueNgramClassifier:
-    """v1's features and settings, trained on every labeled set including the rounds that measured v1 (14, 15, 17
-    and the third precision read); measured on rounds 18 and 19, labeled after it was written."""
-    return CueNgramClassifier(MODELS / "cues_ngram_v2", batch_size=batch_size, name="cues_ngram_v2")
+    return CueNgramClassifier("cues_ngram_v2", batch_size)

@@ -64,7 +64,7 @@ ROUNDS = {  # seed, size factor of every pool, the folder of its items
     # the next revision. Round 16 is the third precision read's pool (tests/blindset/precision3).
     15: (20261215, 0.5, HERE / "round15"),
     16: (20261216, 1.5, HERE / "precision3"),
-    # Round 17 and 18 are Countdown traces written for the project. Round 19 repeats round 5's rules after round 15
+    # Rounds 17 and 18 are Countdown traces written for the project. Round 19 repeats round 5's rules after round 15
     # and the third precision read became training text of cues_ngram_v2: its real-text test set.
     19: (20261219, 0.5, HERE / "round19"),
     # The fourth precision read's pool (cues_ngram_v2), drawn after round 19 (tests/blindset/precision4).

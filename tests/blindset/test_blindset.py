@@ -84,7 +84,9 @@ def test_every_text_resolves_with_its_checksum():
 
 # Every labeled round after the first (4, 6, 16 and 20 are the precision reads' pools).
 LABELED_ROUNDS = (2, 3, 5, *range(7, 16), 17, 18, 19)
-PRECISION_READS = ("precision", "precision2", "precision3", "precision4")
+# Each precision read's folder, by the draw.py round of its pool: a round drawn after it excludes its items.
+PRECISION_POOLS = {4: "precision", 6: "precision2", 16: "precision3", 20: "precision4"}
+PRECISION_READS = tuple(PRECISION_POOLS.values())
 
 
 @pytest.mark.parametrize(
@@ -109,9 +111,6 @@ def test_labels_cover_every_item_and_record_both_readers(items_path):
                 assert value == a[behavior]
 
 
-PRECISION_ITEMS = ITEMS_PATH.parent / "precision" / "items.jsonl"
-PRECISION2_ITEMS = ITEMS_PATH.parent / "precision2" / "items.jsonl"
-PRECISION3_ITEMS = ITEMS_PATH.parent / "precision3" / "items.jsonl"
 # The drawn real-text rounds (7-12, 14, 17 and 18 are Countdown traces written for the project).
 ROUND_ITEMS = {n: ITEMS_PATH.parent / f"round{n}" / "items.jsonl" for n in (2, 3, 5, 13, 15, 19)}
 # Rounds 15 and 19 were drawn at round 5's sizes, but the smaller sources were nearly used up by then (draw.py says
@@ -129,9 +128,8 @@ def test_later_round_is_a_fresh_test_set_disjoint_from_every_earlier_set(round_n
     assert all(f"-r{round_number}-" in it["id"] for it in drawn)
     assert Counter(it["selection"] for it in drawn)["random"] >= 0.6 * len(drawn)
     earlier = [DEV_LABELS, HELDOUT, ITEMS_PATH] + [ROUND_ITEMS[n] for n in ROUND_ITEMS if n < round_number]
-    earlier += [PRECISION_ITEMS] if round_number > 4 else []
-    earlier += [PRECISION2_ITEMS] if round_number > 6 else []
-    earlier += [PRECISION3_ITEMS] if round_number > 16 else []
+    earlier += [ITEMS_PATH.parent / name / "items.jsonl" for pool, name in PRECISION_POOLS.items()
+                if pool < round_number]
     for path in earlier:
         old = [it for it in read(path) if it["source"] != "countdown"]
         assert not {key(it) for it in drawn} & {key(it) for it in old}, path
