@@ -16,8 +16,9 @@ balanced classes, the same features), trained on every other tuning set; the tes
 Figures of the run this was written with (2026-12-02): domain-split mean macro F1 0.726 -> 0.728 over the seven rounds,
 better on 4 of 7, backward chaining on real text unchanged (0.29, 0.36, 0.23, 0.27 -> 0.29, 0.36, 0.23, 0.29); the
 domain classifier is right on 99-100 % of held-out texts. Thresholds 0.5 -> 0.9 move real-text precision from 0.29,
-0.50, 0.27, 0.15 to 0.50, 0.43, 0.50, 0.33 while recall falls to 0.11-0.17: the head does not rank its positives
-first, so no threshold reaches the 0.8 precision target.
+0.50, 0.27, 0.15 to 0.50, 0.43, 0.50, 0.33 while recall on rounds 5, 13 and 15 falls to 0.11-0.17 (precision4 has
+two true ones in all; both stay, among 6 labels): the head does not rank its positives first, so no threshold
+reaches the 0.8 precision target.
 """
 
 from __future__ import annotations
