@@ -35,7 +35,7 @@ from bench.cue_accuracy import TESTS, is_countdown, load_blindset
 from bench.train_cues_ngram import CUES, REGULARIZATION, labeled_texts, prf
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
-from curate.classifiers.cues_ngram import NgramFeatures, counts_of
+from curate.classifiers.cues_ngram import NgramFeatures, counts_of, fit_heads
 
 REAL_ROUNDS = ("blindset5", "blindset13", "blindset15", "precision4")
 COUNTDOWN_ROUNDS = ("blindset12", "blindset14", "blindset17")
@@ -45,10 +45,7 @@ THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def heads(matrix, rows, gold):
-    from sklearn.linear_model import LogisticRegression
-
-    return [LogisticRegression(C=REGULARIZATION["v2"], max_iter=3000, class_weight="balanced")
-            .fit(matrix[rows], gold[b][rows]) for b in BEHAVIOR_NAMES]
+    return fit_heads(matrix[rows], {b: g[rows] for b, g in gold.items()}, REGULARIZATION["v2"])
 
 
 def domain_split(matrix, countdown: np.ndarray):
@@ -79,7 +76,7 @@ def main() -> None:
         test = np.where(sets == held)[0]
         # v2's own training sets: precision4 was read after v2 was written, so it is scored here, never trained on.
         rest = np.where((sets != held) & (sets != "precision4"))[0]
-        features = NgramFeatures.fit([texts[i] for i in rest], min_df=5)
+        features = NgramFeatures.fit([texts[i] for i in rest])
         matrix = features.matrix(texts, counts)
         detector = LogisticRegression(C=4.0, max_iter=3000).fit(matrix[rest], countdown[rest])
         domain = countdown.copy()

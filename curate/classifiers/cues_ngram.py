@@ -193,14 +193,19 @@ class NgramModel:
 def train(texts: Sequence[str], cue_counts: np.ndarray, gold: dict[str, Sequence[int]], cues: str,
           trained_on: dict, min_df: int = 5, regularization: float = 4.0) -> NgramModel:
     """Balanced logistic heads (scikit-learn), one per behavior, on the features of `texts`."""
-    from sklearn.linear_model import LogisticRegression
-
     features = NgramFeatures.fit(texts, min_df=min_df)
-    matrix = features.matrix(texts, cue_counts)
-    heads = [LogisticRegression(C=regularization, max_iter=3000, class_weight="balanced").fit(matrix, gold[b])
-             for b in BEHAVIOR_NAMES]
+    heads = fit_heads(features.matrix(texts, cue_counts), gold, regularization)
     return NgramModel(features, np.vstack([h.coef_[0] for h in heads]), np.array([h.intercept_[0] for h in heads]),
                       cues, trained_on)
+
+
+def fit_heads(matrix, gold: dict[str, Sequence[int]], regularization: float = 4.0) -> list:
+    """One balanced logistic head per behavior over the rows of `matrix`, in BEHAVIOR_NAMES order: the fit every
+    shipped model and every experiment on its features share."""
+    from sklearn.linear_model import LogisticRegression
+
+    return [LogisticRegression(C=regularization, max_iter=3000, class_weight="balanced").fit(matrix, gold[b])
+            for b in BEHAVIOR_NAMES]
 
 
 class CueNgramClassifier(Classifier):
