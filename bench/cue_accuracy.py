@@ -1,5 +1,5 @@
-"""Precision, recall and F1 of a behavior classifier on a hand-labeled set: the development set (tests/devset), the
-held-out set (tests/heldout) or the blind set (tests/blindset, real texts plus Countdown traces), optionally one
+"""Precision, recall and F1 of a behavior classifier on a hand-labeled set: the development set (evals/devset), the
+held-out set (evals/heldout) or the blind set (evals/blindset, real texts plus Countdown traces), optionally one
 of its halves.
 
     python bench/cue_accuracy.py [--classifier cues[,cues_v2,keyword]] [--set dev|heldout|blindset]
@@ -26,26 +26,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
-from tests.devset.resolve import LABELS_PATH as DEV_LABELS
-from tests.devset.resolve import DevsetUnavailable, load_devset
+from evals.devset.resolve import LABELS_PATH as DEV_LABELS
+from evals.devset.resolve import DevsetUnavailable, load_devset
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
-LABELS = {"dev": DEV_LABELS, "heldout": TESTS / "heldout" / "labels.jsonl", "blindset": TESTS / "blindset" / "labels.jsonl",
-          "blindset2": TESTS / "blindset" / "round2" / "labels.jsonl",
-          "blindset3": TESTS / "blindset" / "round3" / "labels.jsonl",
-          "blindset5": TESTS / "blindset" / "round5" / "labels.jsonl",
-          "blindset7": TESTS / "blindset" / "round7" / "labels.jsonl",
-          "blindset8": TESTS / "blindset" / "round8" / "labels.jsonl",
-          "blindset9": TESTS / "blindset" / "round9" / "labels.jsonl",
-          "blindset10": TESTS / "blindset" / "round10" / "labels.jsonl",
-          "blindset11": TESTS / "blindset" / "round11" / "labels.jsonl",
-          "blindset12": TESTS / "blindset" / "round12" / "labels.jsonl",
-          "blindset13": TESTS / "blindset" / "round13" / "labels.jsonl",
-          "blindset14": TESTS / "blindset" / "round14" / "labels.jsonl",
-          "blindset15": TESTS / "blindset" / "round15" / "labels.jsonl",
-          "blindset17": TESTS / "blindset" / "round17" / "labels.jsonl",
-          "blindset18": TESTS / "blindset" / "round18" / "labels.jsonl",
-          "blindset19": TESTS / "blindset" / "round19" / "labels.jsonl"}
+EVALS = Path(__file__).resolve().parents[1] / "evals"
+LABELS = {"dev": DEV_LABELS, "heldout": EVALS / "heldout" / "labels.jsonl", "blindset": EVALS / "blindset" / "labels.jsonl",
+          "blindset2": EVALS / "blindset" / "round2" / "labels.jsonl",
+          "blindset3": EVALS / "blindset" / "round3" / "labels.jsonl",
+          "blindset5": EVALS / "blindset" / "round5" / "labels.jsonl",
+          "blindset7": EVALS / "blindset" / "round7" / "labels.jsonl",
+          "blindset8": EVALS / "blindset" / "round8" / "labels.jsonl",
+          "blindset9": EVALS / "blindset" / "round9" / "labels.jsonl",
+          "blindset10": EVALS / "blindset" / "round10" / "labels.jsonl",
+          "blindset11": EVALS / "blindset" / "round11" / "labels.jsonl",
+          "blindset12": EVALS / "blindset" / "round12" / "labels.jsonl",
+          "blindset13": EVALS / "blindset" / "round13" / "labels.jsonl",
+          "blindset14": EVALS / "blindset" / "round14" / "labels.jsonl",
+          "blindset15": EVALS / "blindset" / "round15" / "labels.jsonl",
+          "blindset17": EVALS / "blindset" / "round17" / "labels.jsonl",
+          "blindset18": EVALS / "blindset" / "round18" / "labels.jsonl",
+          "blindset19": EVALS / "blindset" / "round19" / "labels.jsonl"}
 BLIND_ROUNDS = {name for name in LABELS if name.startswith("blindset")}
 # Test sets only: their errors are not printed, so nobody tunes against them. Rounds 2 and 3 were each read once to
 # report (cues_v3/v4, then cues_v5) and are tuning text since; round 5 is the test set that replaced them. Round 7
@@ -94,11 +94,11 @@ def load_items(labelled_set: str = "dev", split: str | None = None) -> list[dict
 
 def load_blindset(split: str | None, labels_path: Path) -> list[dict]:
     """A blind set round's labeled items of one half (or all): shared-data texts and Countdown traces
-    (tests/blindset; rounds 2, 3 and 5 in tests/blindset/roundN, real texts only, and rounds 7 to 10, Countdown
+    (evals/blindset; rounds 2, 3 and 5 in evals/blindset/roundN, real texts only, and rounds 7 to 10, Countdown
     traces only; all test)."""
     if not labels_path.exists():
         raise DevsetUnavailable(f"the blind set's labels are not there yet ({labels_path})")
-    from tests.blindset.resolve import load_blindset as resolve_blindset
+    from evals.blindset.resolve import load_blindset as resolve_blindset
 
     lines = [line for line in labels_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if split is not None:

@@ -3,7 +3,7 @@
 Texts come from every genre in ../shared/data (Sky-T1 trace pieces of all three trace files, PRM800K steps of both
 parquet files, GSM8K train/test answers and the model solutions, Stack Exchange questions, answers and comments,
 AQuA rationales and the model rationales, MathQA problems, MATH-500 solutions), capped per source, and EXCLUDE
-every text of tests/devset, tests/heldout and tests/blindset: equal texts, and any text that shares a
+every text of evals/devset, evals/heldout and evals/blindset: equal texts, and any text that shares a
 run of 160 characters with one of them (a trace piece cut differently from a labeled one).
 
 Embeddings are computed once per corpus (`Embedder`, the same windows and pooling as `curate distill`) and saved
@@ -26,9 +26,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curate.behaviors import BEHAVIOR_NAMES
-from tests.devset.resolve import cut_pieces, load_devset
+from evals.devset.resolve import cut_pieces, load_devset
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+EVALS = Path(__file__).resolve().parents[1] / "evals"
 MIN_CHARS, MAX_CHARS = 40, 4000
 SHINGLE = 40
 CAPS = {
@@ -44,11 +44,11 @@ def digest(text: str) -> str:
 
 def labelled_texts() -> list[str]:
     """Every text of the dev set, the held-out set and the blind set (both halves): excluded from training."""
-    from tests.blindset.resolve import load_blindset
+    from evals.blindset.resolve import load_blindset
 
     texts = [item["text"] for item in load_devset()]
-    texts += [item["text"] for item in load_devset(labels_path=TESTS / "heldout" / "labels.jsonl")]
-    texts += [item["text"] for item in load_blindset(items_path=TESTS / "blindset" / "labels.jsonl")]
+    texts += [item["text"] for item in load_devset(labels_path=EVALS / "heldout" / "labels.jsonl")]
+    texts += [item["text"] for item in load_blindset(items_path=EVALS / "blindset" / "labels.jsonl")]
     return texts
 
 
@@ -228,7 +228,7 @@ if __name__ == "__main__":
     import os
 
     from curate.classifiers.distilled import DEFAULT_EMBEDDING_MODEL
-    from tests.devset.resolve import DEFAULT_DATA_DIR
+    from evals.devset.resolve import DEFAULT_DATA_DIR
 
     parser = argparse.ArgumentParser(description="prepare (gather, embed, label) the corpus in a workdir")
     parser.add_argument("--workdir", type=Path, required=True)

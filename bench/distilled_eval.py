@@ -5,7 +5,7 @@ teacher on held-out teacher-labeled texts and against the hand labels (blind set
                                    [--max-chunks 4] [--test-size 2000] [--workdir DIR]
 
 Corpus (bench/distilled_corpus.py): ~22k real texts of every genre in ../shared/data, none of them (nor any text
-sharing a 160-character run with one) in tests/devset, tests/heldout or tests/blindset. A fixed random
+sharing a 160-character run with one) in evals/devset, evals/heldout or evals/blindset. A fixed random
 `--test-size` of them is the teacher-agreement test; the rest is the pool, whose first N texts (one seeded
 order, so 1k is inside 5k inside 20k) are the N teacher labels of a size. Only the texts the sizes need are
 embedded and labeled. Those N are split 85/15 into train and
@@ -39,7 +39,7 @@ from bench.distilled_corpus import embeddings, gather, order, teacher_labels, te
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.distilled import DEFAULT_EMBEDDING_MODEL, Heads
 from curate.pipelines.distill import best_threshold, fit_behavior
-from tests.devset.resolve import DEFAULT_DATA_DIR, load_devset
+from evals.devset.resolve import DEFAULT_DATA_DIR, load_devset
 
 GRID = {"logistic": (0.1, 1.0), "mlp": (1.0,)}  # C of logistic heads; L2 alpha of MLP heads (one value: CPU time)
 HIDDEN = 128

@@ -111,7 +111,7 @@ def build_model(workdir: Path, per_source: int, max_chunks: int, seed: int) -> t
     from curate.pipelines.distill import train_distilled
     from curate.pipelines.readers import InputSpec
     from curate.pipelines.tag import run_tagging
-    from tests.devset.resolve import DEFAULT_DATA_DIR
+    from evals.devset.resolve import DEFAULT_DATA_DIR
 
     data = Path(os.environ.get("CURATE_SHARED_DATA") or DEFAULT_DATA_DIR)
     # Drawn once, large enough to split into training texts and benchmark texts without overlap.

@@ -5,7 +5,7 @@
 precision: kept items that are truly convertible (stem stands alone, gold is gradable) and whose
            converted answer verifies against the hand-written open answer
 recall:    convertible items that were kept with such an answer
-Labels: tests/mcqa_labels/labels.jsonl (ids only, read by hand from the files below).
+Labels: evals/mcqa_labels/labels.jsonl (ids only, read by hand from the files below).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def evaluate(data: Path, labels_path: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--labels", type=Path, default=ROOT / "tests" / "mcqa_labels" / "labels.jsonl")
+    parser.add_argument("--labels", type=Path, default=ROOT / "evals" / "mcqa_labels" / "labels.jsonl")
     parser.add_argument("--show-errors", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()

@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cue_accuracy import TESTS, is_countdown, load_blindset
+from bench.cue_accuracy import EVALS, is_countdown, load_blindset
 from bench.train_cues_ngram import CUES, REGULARIZATION, labeled_texts, prf
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
@@ -40,7 +40,7 @@ from curate.classifiers.cues_ngram import NgramFeatures, counts_of, fit_heads
 REAL_ROUNDS = ("blindset5", "blindset13", "blindset15", "precision4")
 COUNTDOWN_ROUNDS = ("blindset12", "blindset14", "blindset17")
 # Read after cues_ngram_v2 was trained: tuning text for the next revision, never a training set of v2.
-PRECISION4 = TESTS / "blindset" / "precision4" / "labels.jsonl"
+PRECISION4 = EVALS / "blindset" / "precision4" / "labels.jsonl"
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 

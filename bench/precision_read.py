@@ -1,10 +1,10 @@
 """How often a backtracking or backward-chaining label is right on random real text: a blind precision read.
 
-    python tests/blindset/draw.py --round 4 --out /tmp/prec/candidates.jsonl --items /tmp/prec/pool_items.jsonl
+    python evals/blindset/draw.py --round 4 --out /tmp/prec/candidates.jsonl --items /tmp/prec/pool_items.jsonl
     python bench/precision_read.py select --pool /tmp/prec/pool_items.jsonl --classifier cues_v5 \\
         --out /tmp/prec/reading.jsonl
-    ... two readers label /tmp/prec/reading.jsonl with tests/blindset/GUIDE.md; tests/blindset/agreement.py merges
-    python bench/precision_read.py score --labels tests/blindset/precision/labels.jsonl
+    ... two readers label /tmp/prec/reading.jsonl with evals/blindset/GUIDE.md; evals/blindset/agreement.py merges
+    python bench/precision_read.py score --labels evals/blindset/precision/labels.jsonl
 
 The pool is a fresh draw (round 4 of draw.py: no dev, held-out or round-1..3 text), and only its random pools are
 used, so "random real text" means what it says. `select` classifies those texts, takes up to --per-behavior texts the
@@ -31,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
-from tests.blindset.resolve import load_blindset
+from evals.blindset.resolve import load_blindset
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-ITEMS = REPO / "tests" / "blindset" / "precision" / "items.jsonl"
+ITEMS = REPO / "evals" / "blindset" / "precision" / "items.jsonl"
 PICKED_FOR = ("backtracking", "backward_chaining")
 SEED = 20261205
 

@@ -26,15 +26,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cue_accuracy import LABELS, TESTS, load_blindset, load_items, scores
+from bench.cue_accuracy import LABELS, EVALS, load_blindset, load_items, scores
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from curate.classifiers.cues_ngram import MODELS, counts_of, train
 
 CUES = "cues_v11"
-PRECISION_READS = {"precision": TESTS / "blindset" / "precision" / "labels.jsonl",
-                   "precision2": TESTS / "blindset" / "precision2" / "labels.jsonl",
-                   "precision3": TESTS / "blindset" / "precision3" / "labels.jsonl"}
+PRECISION_READS = {"precision": EVALS / "blindset" / "precision" / "labels.jsonl",
+                   "precision2": EVALS / "blindset" / "precision2" / "labels.jsonl",
+                   "precision3": EVALS / "blindset" / "precision3" / "labels.jsonl"}
 # Each version's tests, never its training: labeled after it was written.
 NOT_TRAINED_ON = {"v1": {"blindset14", "blindset15", "blindset17", "precision3", "blindset18", "blindset19"},
                   "v2": {"blindset18", "blindset19"}}

@@ -62,7 +62,7 @@ def labeled_run(items, extraction, threads):
 def speed_sets(n: int) -> list[tuple[str, list]]:
     from curate.handoff.pair_sources import read_pair_source
 
-    sets = [("hand-built pairs", read_pairs(ROOT / "tests" / "verifier_pairs" / "pairs.jsonl")[0][:n])]
+    sets = [("hand-built pairs", read_pairs(ROOT / "evals" / "verifier_pairs" / "pairs.jsonl")[0][:n])]
     for name, path in (("GSM8K model solutions", DATA / "gsm8k" / "example_model_solutions.jsonl"),
                        ("Sky-T1 MATH-500 traces", DATA / "longcot_skythought" / "sky-t1-math-correct-5K-27B_math500.jsonl")):
         if path.is_file():
@@ -132,7 +132,7 @@ def main() -> None:
     if args.speed:
         return speed(args.speed_pairs, args.threads)
 
-    pairs, _ = read_pairs(ROOT / "tests" / "verifier_pairs" / "pairs.jsonl")
+    pairs, _ = read_pairs(ROOT / "evals" / "verifier_pairs" / "pairs.jsonl")
     started = time.perf_counter()
     result = run_audit(pairs, threads=args.threads, progress=False)
     show("hand-built pairs (math)", result.overall, time.perf_counter() - started)

@@ -1,6 +1,6 @@
-"""`cues_v10`: `cues_v9` plus Countdown verdicts and pursuits that blind round 10 (tests/blindset/round10) showed it
+"""`cues_v10`: `cues_v9` plus Countdown verdicts and pursuits that blind round 10 (evals/blindset/round10) showed it
 misses. Round 10 was read once to report cues_v9 (macro F1 0.82: recall 0.68 for backtracking and subgoal setting,
-0.72 for backward chaining, precision 0.90-0.94) and is tuning text since; round 11 (tests/blindset/round11), written
+0.72 for backward chaining, precision 0.90-0.94) and is tuning text since; round 11 (evals/blindset/round11), written
 before this revision, is its test set. Real-text cues are v9's, unchanged.
 
 * A result set against the target with a bare "not": "(17+6)*4 = 92. 92 not 94.", "... = 74 not 75". v9 read "not

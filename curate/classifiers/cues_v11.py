@@ -1,7 +1,7 @@
-"""`cues_v11`: `cues_v10` plus the words of a check that blind round 11 (tests/blindset/round11) showed it misses.
+"""`cues_v11`: `cues_v10` plus the words of a check that blind round 11 (evals/blindset/round11) showed it misses.
 Round 11 was read once to report cues_v10 (macro F1 0.77; verification recall 0.68, the lowest of the four: its
 writer ended each strong-model trace with a check in words of its own) and is tuning text since; round 12
-(tests/blindset/round12), written before this revision, is its test set. Real-text cues are v10's, unchanged.
+(evals/blindset/round12), written before this revision, is its test set. Real-text cues are v10's, unchanged.
 
 The checks v10 did not read are ordinary English for checking, not Countdown phrasing:
 * a result declared checked right after it: "52 - 2 = 50, confirmed.", "... = 53. Verified.";

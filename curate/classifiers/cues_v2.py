@@ -1,5 +1,5 @@
 """`cues_v2`: `cues_v1`'s engine and cues, revised after an error analysis on the dev set and the held-out set's
-tune half (tests/heldout/GUIDE.md); the test half was only scored.
+tune half (evals/heldout/GUIDE.md); the test half was only scored.
 
 Each change is a family of phrasings rather than a string from one text:
 

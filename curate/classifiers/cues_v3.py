@@ -1,5 +1,5 @@
-"""`cues_v3`: `cues_v2` revised after an error analysis on tune halves only (tests/heldout's tune half, the dev set,
-tests/blindset's tune half), for two kinds of text `cues_v2` read badly: Countdown traces, and backward chaining in
+"""`cues_v3`: `cues_v2` revised after an error analysis on tune halves only (evals/heldout's tune half, the dev set,
+evals/blindset's tune half), for two kinds of text `cues_v2` read badly: Countdown traces, and backward chaining in
 forum answers, worked solutions and long traces. Each change is a family of phrasings, with a guard for the
 look-alikes that are not the behavior:
 

@@ -1,6 +1,6 @@
 """`cues_v4`: `cues_v3` revised after an error analysis of real texts (forum posts, PRM800K steps, Sky-T1 long-trace
-pieces, GSM8K and AQuA solutions) on the tune material only: tests/blindset's round-1 tune half, tests/devset and
-tests/heldout. The round-1 test half was held back and only scored. Each change is a family of phrasings with a
+pieces, GSM8K and AQuA solutions) on the tune material only: evals/blindset's round-1 tune half, evals/devset and
+evals/heldout. The round-1 test half was held back and only scored. Each change is a family of phrasings with a
 guard for its look-alikes:
 
 * "Wait" abandons a path only when the sentence says what was wrong ("Wait, no", "Wait, that's not right",

@@ -1,6 +1,6 @@
-"""`cues_v5`: `cues_v4` revised after an error analysis of blind round 2 (tests/blindset/round2), which had been read
+"""`cues_v5`: `cues_v4` revised after an error analysis of blind round 2 (evals/blindset/round2), which had been read
 once to report (cues_v3, cues_v4) and so became tuning text, together with every earlier tuning set (round 1, the
-dev and held-out sets). Round 3 (tests/blindset/round3) was drawn before this revision and is its test set.
+dev and held-out sets). Round 3 (evals/blindset/round3) was drawn before this revision and is its test set.
 
 Round 2 showed where v4 loses on unseen text: backward chaining was found in 2 of 26 texts. The requirements it
 missed are written the way worked solutions and forum answers write them, not the way proofs do:

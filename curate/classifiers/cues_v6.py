@@ -1,5 +1,5 @@
-"""`cues_v6`: `cues_v5` revised after blind round 3 and the precision read (tests/blindset/round3, tests/blindset/
-precision), each read once to report cues_v5 and tuning text since. Round 5 (tests/blindset/round5), drawn after
+"""`cues_v6`: `cues_v5` revised after blind round 3 and the precision read (evals/blindset/round3, evals/blindset/
+precision), each read once to report cues_v5 and tuning text since. Round 5 (evals/blindset/round5), drawn after
 both, is its test set.
 
 The precision read showed backtracking labels right 41 times in 57 on random real text, against the 0.8 target; the

@@ -1,6 +1,6 @@
-"""`cues_v7`: `cues_v6` plus the Countdown phrasings that blind round 7 (tests/blindset/round7, 180 traces written
+"""`cues_v7`: `cues_v6` plus the Countdown phrasings that blind round 7 (evals/blindset/round7, 180 traces written
 after v6 was frozen) showed it misses. Round 7 was read once to report v6 (macro F1 0.71: strong-model traces 0.87,
-small-model traces 0.39) and is tuning text since; round 8 (tests/blindset/round8), written before this revision, is
+small-model traces 0.39) and is tuning text since; round 8 (evals/blindset/round8), written before this revision, is
 its test set. Real-text cues are v6's, unchanged.
 
 A small model searching during RL writes its reasoning into the arithmetic, with few words around it:

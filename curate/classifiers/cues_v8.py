@@ -1,6 +1,6 @@
 """`cues_v8`: `cues_v7` revised for subgoal setting in Countdown traces, after an error analysis of blind round 8
-(tests/blindset/round8), which was read once to report cues_v7 (subgoal setting F1 0.65, recall 0.53) and is
-tuning text since; round 9 (tests/blindset/round9), written before this revision, is its test set. Real-text cues
+(evals/blindset/round8), which was read once to report cues_v7 (subgoal setting F1 0.65, recall 0.53) and is
+tuning text since; round 9 (evals/blindset/round9), written before this revision, is its test set. Real-text cues
 are v7's, unchanged, except the guard below.
 
 The subgoals v7 missed are values a searching model decides to build, written as arithmetic:

@@ -1,6 +1,6 @@
-"""`cues_v9`: `cues_v8` plus Countdown verdicts and pursuits that blind round 9 (tests/blindset/round9) showed it
+"""`cues_v9`: `cues_v8` plus Countdown verdicts and pursuits that blind round 9 (evals/blindset/round9) showed it
 misses. Round 9 was read once to report cues_v8 (macro F1 0.83: backtracking 0.83, backward chaining 0.76) and is
-tuning text since; round 10 (tests/blindset/round10), written before this revision, is its test set. Real-text
+tuning text since; round 10 (evals/blindset/round10), written before this revision, is its test set. Real-text
 cues are v8's, unchanged.
 
 * Verdicts v8 did not read, each also a failed attempt when a new one follows: "30 + 11 = 41, 41 + 2 = 43. Not

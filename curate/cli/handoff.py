@@ -94,7 +94,7 @@ def audit_verifier(job: VerifierAuditJob) -> None:
 
     Examples:
 
-        curate audit-verifier --pairs tests/verifier_pairs/pairs.jsonl
+        curate audit-verifier --pairs evals/verifier_pairs/pairs.jsonl
 
         curate audit-verifier --pairs ../shared/data/gsm8k/example_model_solutions.jsonl --by-behavior cues \\
             --reward math --reward last-number --report audits/gsm8k.json

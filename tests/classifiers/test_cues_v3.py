@@ -4,7 +4,7 @@ countdown_traces.jsonl holds traces written for these tests (none from a model, 
 looping ones in the style of a small model during RL, priming traces in the style of a strong model, and near-misses
 (the task statement, an unchecked wrong answer, steps that are only computations). Its labels follow the boundary
 rules of issue 17 (a gap stated as a verdict is verification, a gap turned into a requirement is backward chaining)
-and the blind set's adjudicated conventions (tests/blindset/GUIDE.md): a failure verdict followed by a new attempt
+and the blind set's adjudicated conventions (evals/blindset/GUIDE.md): a failure verdict followed by a new attempt
 abandons the failed one, and a requirement such as "we need 22 from 11 and 2" is also the next intermediate goal.
 """
 

@@ -1,4 +1,4 @@
-"""The held-out behaviour set (tests/heldout): well-formed, disjoint from the dev set, and resolvable."""
+"""The held-out behaviour set (evals/heldout): well-formed, disjoint from the dev set, and resolvable."""
 
 import json
 from collections import Counter
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from curate.behaviors import BEHAVIOR_NAMES
-from tests.devset.resolve import LABELS_PATH as DEV_LABELS
-from tests.devset.resolve import DevsetUnavailable, load_devset
+from evals.devset.resolve import LABELS_PATH as DEV_LABELS
+from evals.devset.resolve import DevsetUnavailable, load_devset
 
-HELDOUT = Path(__file__).resolve().parents[1] / "heldout" / "labels.jsonl"
+HELDOUT = Path(__file__).resolve().parents[2] / "evals" / "heldout" / "labels.jsonl"
 
 
 def read(path: Path) -> list[dict]:

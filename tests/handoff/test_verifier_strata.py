@@ -176,7 +176,7 @@ def test_table_sources_with_column_options_and_rejects(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"response": "\\boxed{2}", "gold": "2", "label": True, "id": "x"}] * 2), parquet)
     again = read_pair_source([parquet], "table", Columns(id="id"))
     assert [p.id for p in again.pairs] == ["x"] and again.rejects[0]["reason"] == "duplicate id x"
-    hand_built = Path(__file__).resolve().parents[1] / "verifier_pairs" / "pairs.jsonl"
+    hand_built = Path(__file__).resolve().parents[2] / "evals" / "verifier_pairs" / "pairs.jsonl"
     with pytest.raises(PairSourceError, match="different formats"):
         read_pair_source([path, hand_built], "auto")
     with pytest.raises(PairSourceError, match="does not exist"):

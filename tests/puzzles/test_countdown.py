@@ -179,7 +179,7 @@ def test_breadth_first_levels_keep_a_small_beam_and_reach_the_target():
 
 def test_problem_statement_is_the_line_the_labeled_sets_show_above_each_trace():
     from curate.puzzles.countdown import problem_statement
-    from tests.blindset.resolve import countdown_text
+    from evals.blindset.resolve import countdown_text
 
     trace = {"numbers": [48, 12, 9], "target": 45, "text": "12 - 9 = 3. 48 - 3 = 45."}
     assert problem_statement({"numbers": [48, 12, 9], "target": 45}) == "Numbers: [48, 12, 9], target: 45"

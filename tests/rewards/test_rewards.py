@@ -10,7 +10,7 @@ from curate.rewards import BARE, Extraction, compute_score, extract_answer, get_
 from curate.rewards.equivalence import MathEquivalence
 from curate.rewards.registry import UnknownRewardError
 
-PAIRS = Path(__file__).parents[1] / "verifier_pairs" / "pairs.jsonl"
+PAIRS = Path(__file__).resolve().parents[2] / "evals" / "verifier_pairs" / "pairs.jsonl"
 
 
 @pytest.mark.parametrize(

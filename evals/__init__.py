@@ -1,0 +1,1 @@
+"""Labeled evaluation sets and the scripts that drew and resolved them (read by tests and benches)."""
