@@ -248,6 +248,11 @@ def audit_policy(job: PolicyAuditJob) -> None:
 
         curate audit-policy --checkpoints 'ckpts/step_*' --prompt-format tinyzero --task countdown --n 200 --backend vllm -o audits/run1
 
+    With --rollouts the same curves come from the rollouts a run already logged (verl's trainer.rollout_data_dir,
+    TRL's output_dir with log_completions=True), without sampling:
+
+        curate audit-policy --rollouts runs/grpo1/rollouts -o audits/grpo1
+
     With --classifier llm_v1 (or cascade_v1) the responses are labeled in-line by the model --judge-model names,
     through `curate tag-llm`'s job (OUTPUT/tags/). That judge runs on the policy's server settings (--backend,
     --endpoint-url, --device, --tp, ...) unless --judge-backend / --judge-endpoint-url name its own:
@@ -265,7 +270,8 @@ def audit_policy(job: PolicyAuditJob) -> None:
                     f"{b} {pct(r.rate)} / {'-' if r.mean_count is None else f'{r.mean_count:.2f}'}"
                     for b, r in a.behaviors.items())) for step, a in zip(result.steps, result.audits)]
         rows += [("plot", str(job.output / "behaviors_over_steps.png")), ("report", str(job.output / "README.md"))]
-        return summary(f"Behaviors over {len(result.steps)} checkpoints of {job.checkpoints} (share / mean count)", rows)
+        what = f"checkpoints of {job.checkpoints}" if job.rollouts is None else f"steps logged in {job.rollouts}"
+        return summary(f"Behaviors over {len(result.steps)} {what} (share / mean count)", rows)
     rows = [("samples / prompts", f"{result.samples:,} / {result.prompts:,}"),
             ("accuracy", f"{pct(result.accuracy)} ({result.correct:,} / {result.scored:,} scored)"),
             ("cut at the token limit / empty / request errors", f"{result.truncated:,} / {result.empty:,} / {result.request_errors:,}"),

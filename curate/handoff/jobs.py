@@ -107,7 +107,8 @@ class VerifierAuditJob:
 class PolicyAuditJob:
     """Sample a policy on a task, label the behaviors in its outputs, report each behavior's rate and the accuracy."""
 
-    model: str | None = option("The policy: hub name or local directory (or --checkpoints).", default=None)
+    model: str | None = option("The policy: hub name or local directory (or --checkpoints, --rollouts).",
+                               default=None)
     output: Path = option("Report, samples and prompts.", "--output", "-o", default=Path("policy-audit"),
                           panel=OUTPUT_PANEL)
     task: str | None = option("Generated task: countdown (default unless --dataset).", default=None)
@@ -122,6 +123,12 @@ class PolicyAuditJob:
     checkpoints: str | None = option("A glob of checkpoint directories of one training run ('ckpts/step_*'): one "
                                      "audit each, in step order, into OUTPUT/<checkpoint>, and plots of behaviors "
                                      "and accuracy over steps.", default=None)
+    rollouts: Path | None = option("The rollouts a training run logged, read without sampling again: verl's "
+                                   "trainer.rollout_data_dir ({step}.jsonl) or TRL's output_dir (completions/"
+                                   "completions_*.parquet, log_completions=True); the same plots and sweep.json as "
+                                   "--checkpoints.", default=None)
+    score_column: str | None = option("--rollouts from TRL: the reward column whose full mark (1.0) means correct "
+                                      "(default: the only reward column).", default=None)
     prompt_format: str = option("chat (messages, /v1/chat/completions) or tinyzero (the raw TinyZero completion "
                                 "prompt through /v1/completions, for base models).", default="chat")
     # The policy's server and how it is sampled (SamplingOptions, holding `model`, `k` and `prompt_format` too).

@@ -26,6 +26,9 @@ Output layout:
 A checkpoint sweep (`run_checkpoint_sweep`, `--checkpoints 'ckpts/step_*'`) audits each checkpoint of a training
 run on the same prompts, in step order, into OUT/<checkpoint>/, and draws the reference study's figure:
     OUT/behaviors_over_steps.png, OUT/sweep.json, OUT/README.md
+The same figure, sweep.json and README come from the rollouts a run already logged, without sampling again
+(`run_rollout_sweep`, `--rollouts DIR`: verl's trainer.rollout_data_dir, TRL's logged completions), with every output's
+counts in OUT/samples.parquet.
 """
 
 from __future__ import annotations
@@ -42,12 +45,13 @@ import pyarrow.parquet as pq
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.builders.trace_templates import countdown_question
-from curate.classifiers import get_classifier, resolve_name
+from curate.classifiers import get_classifier, needs_model_server, resolve_name
 from curate.data_cards.plots import plot_behaviors_over_steps
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.jobs import PolicyAuditJob
 from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
+from curate.handoff.rollouts import Rollout, find_rollouts, read_step
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
 from curate.pipelines.readers import InputSpec
@@ -261,8 +265,12 @@ def worth_labelling(row: dict) -> bool:
 
 def text_to_label(row: dict, statements: dict[str, str]) -> str:
     """The response below its problem statement where the prompt has one, else the response alone."""
-    statement = statements.get(row["id"])
-    return f"{statement}\n\n{row['text']}" if statement else row["text"]
+    return below_problem(row["text"], statements.get(row["id"]))
+
+
+def below_problem(text: str, statement: str | None) -> str:
+    """What a classifier reads: a Countdown response below its problem statement, as the labeled sets show it."""
+    return f"{statement}\n\n{text}" if statement else text
 
 
 def _samples(rates_dir: Path):
@@ -446,6 +454,41 @@ def checkpoint_dirs(pattern: str) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def sweep_series(audits: list[PolicyAuditResult]) -> dict[str, dict[str, list]]:
+    """Per behavior, one value per step of each figure sweep.json keeps."""
+    return {b: {figure: [getattr(a.behaviors[b], figure) for a in audits] for figure in SWEEP_FIGURES}
+            for b in BEHAVIOR_NAMES}
+
+
+SWEEP_FIGURES = ("rate", "mean_count", "accuracy_with", "accuracy_without")
+
+
+def write_sweep(output: Path, steps: list[int], audits: list[PolicyAuditResult], source: dict, title: str,
+                intro: str, step_names: list[str]) -> None:
+    """OUT/sweep.json (`steps`, `accuracy`, `behaviors.<b>.<figure>` per step, every step's audit), the figure and
+    OUT/README.md: one layout for a checkpoint sweep and a run's logged rollouts."""
+    series = sweep_series(audits)
+    accuracy = [a.accuracy for a in audits]
+    plot_behaviors_over_steps(steps, series, accuracy, output / "behaviors_over_steps.png",
+                              title=f"{title} ({audits[0].classifier}, {audits[0].task})")
+    record = {**source, "steps": steps, "accuracy": accuracy, "behaviors": series, "audits": [a.as_dict() for a in audits]}
+    write_text_atomic(output / "sweep.json", json.dumps(record, indent=2))
+    header = "| step | source | accuracy | " + " | ".join(f"{b} (share / mean)" for b in BEHAVIOR_NAMES) + " |"
+    lines = [header, "|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
+    for step, name, a in zip(steps, step_names, audits):
+        lines.append(f"| {step} | `{name}` | {_pct(a.accuracy)} | " + " | ".join(
+            f"{_pct(a.behaviors[b].rate)} / {_mean(a.behaviors[b].mean_count)}" for b in BEHAVIOR_NAMES) + " |")
+    table = "\n".join(lines)
+    write_text_atomic(output / "README.md", f"""# Behaviors over training: {title}
+
+{intro}
+
+![behaviors and accuracy over training steps](behaviors_over_steps.png)
+
+{table}
+""")
+
+
 def run_checkpoint_sweep(pattern: str, output: str | Path, options: SamplingOptions, **audit) -> SweepResult:
     """One audit per checkpoint directory (same prompts, same sampling), in step order, then the figure of behaviors
     and accuracy over training steps. `audit`: run_policy_audit's task, dataset, n, seed, classifier."""
@@ -454,39 +497,83 @@ def run_checkpoint_sweep(pattern: str, output: str | Path, options: SamplingOpti
     audits = [run_policy_audit(output / path.name, dataclasses.replace(options, model=str(path)), **audit)
               for _, path in found]
     steps = [s for s, _ in found]
-    series = {b: {"rate": [a.behaviors[b].rate for a in audits], "mean_count": [a.behaviors[b].mean_count for a in audits]}
-              for b in BEHAVIOR_NAMES}
-    accuracy = [a.accuracy for a in audits]
-    plot_behaviors_over_steps(steps, series, accuracy, output / "behaviors_over_steps.png",
-                              title=f"{pattern} ({audits[0].classifier}, {audits[0].task})")
-    record = {"pattern": pattern, "steps": steps, "checkpoints": [str(p) for _, p in found], "accuracy": accuracy,
-              "behaviors": series, "audits": [a.as_dict() for a in audits]}
-    write_text_atomic(output / "sweep.json", json.dumps(record, indent=2))
-    header = "| step | checkpoint | accuracy | " + " | ".join(f"{b} (share / mean)" for b in BEHAVIOR_NAMES) + " |"
-    lines = [header, "|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
-    for (step, path), a in zip(found, audits):
-        lines.append(f"| {step} | `{path.name}` | {_pct(a.accuracy)} | " + " | ".join(
-            f"{_pct(a.behaviors[b].rate)} / {_mean(a.behaviors[b].mean_count)}" for b in BEHAVIOR_NAMES) + " |")
-    table = "\n".join(lines)
-    write_text_atomic(output / "README.md", f"""# Behaviors over training: {pattern}
+    intro = (f"{len(audits)} checkpoints, each sampled on the same prompts ({options.k} per prompt, temperature "
+             f"{options.temperature},\nprompt format {options.prompt_format}); behaviors labelled by "
+             f"`{audits[0].classifier}`. Each checkpoint's own report is in\nits folder.")
+    write_sweep(output, steps, audits, {"pattern": pattern, "checkpoints": [str(p) for _, p in found]}, pattern,
+                intro, [path.name for _, path in found])
+    return SweepResult(output=output, steps=steps, audits=audits)
 
-{len(audits)} checkpoints, each sampled on the same prompts ({options.k} per prompt, temperature {options.temperature},
-prompt format {options.prompt_format}); behaviors labelled by `{audits[0].classifier}`. Each checkpoint's own report is in
-its folder.
 
-![behaviors and accuracy over training steps](behaviors_over_steps.png)
+ROLLOUT_SAMPLES_SCHEMA = pa.schema([
+    ("step", pa.int64()), ("sample", pa.int32()), ("prompt", pa.string()), ("text", pa.string()),
+    ("reward", pa.float64()), *[(b, pa.int32()) for b in BEHAVIOR_NAMES], ("classifier", pa.string()),
+    ("classifier_error", pa.string()),
+])
 
-{table}
-""")
+
+def label_rollouts(rollouts: list[Rollout], labeller, batch_size: int = 64) -> list[dict]:
+    """One samples row per rollout: its counts (null for an empty output), each output read below its Countdown
+    problem statement where its ground truth is a Countdown problem, else alone. `sample` numbers the outputs of one
+    prompt within the step (0 for the first), so that the audit counts prompts as it does when it samples."""
+    seen: Counter = Counter()
+    rows = []
+    for start in range(0, len(rollouts), batch_size):
+        batch = rollouts[start:start + batch_size]
+        texts = [below_problem(r.output, problem_statement(r.ground_truth)) if r.output.strip() else "" for r in batch]
+        for rollout, label in zip(batch, labeller.classify(texts), strict=True):
+            empty = not rollout.output.strip()
+            rows.append({"step": rollout.step, "sample": seen[rollout.prompt], "prompt": rollout.prompt,
+                         "text": rollout.output, "reward": rollout.score,
+                         **{b: None if empty else label.counts.get(b) for b in BEHAVIOR_NAMES},
+                         "classifier": labeller.name, "classifier_error": "empty output" if empty else label.error})
+            seen[rollout.prompt] += 1
+    return rows
+
+
+def run_rollout_sweep(directory: str | Path, output: str | Path, classifier: str = "cues",
+                      score_column: str | None = None, batch_size: int = 64) -> SweepResult:
+    """The checkpoint sweep's figures from the rollouts a run already logged (verl's rollout_data_dir, TRL's logged
+    completions; curate.handoff.rollouts), without sampling again: per step, each behavior's share and mean count
+    over the outputs, accuracy (the share whose score is the full mark, 1.0), and accuracy with and without each
+    behavior. OUT/samples.parquet keeps every output's counts."""
+    output = Path(output)
+    files = find_rollouts(directory)
+    try:
+        if needs_model_server(classifier):
+            raise PolicyAuditError(f"--rollouts labels with a batch classifier (cues, distilled:DIR, a versioned "
+                                   f"name); {classifier} needs a model server")
+        labeller = get_classifier(classifier)
+    except (KeyError, ValueError) as error:
+        raise PolicyAuditError(str(error)) from None
+    audits = []
+    with atomic_path(output / "samples.parquet") as partial, pq.ParquetWriter(partial, ROLLOUT_SAMPLES_SCHEMA) as writer:
+        for step, path in files.steps:
+            rows = label_rollouts(read_step(files, path, score_column), labeller, batch_size)
+            audit = PolicyAuditResult(output=output, model=str(directory), task=f"{files.layout} rollouts",
+                                      classifier=labeller.name, behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES})
+            for row in rows:
+                count_row(audit, {**row, "finish_reason": None})
+            audits.append(audit)
+            writer.write_table(pa.Table.from_pylist(rows, schema=ROLLOUT_SAMPLES_SCHEMA))
+    steps = [step for step, _ in files.steps]
+    intro = (f"{len(steps)} training steps of a {files.layout} run, read from the rollouts it logged in "
+             f"`{directory}` (no sampling);\nbehaviors labelled by `{labeller.name}`, accuracy is the share of "
+             "outputs whose score is the full mark (1.0). Every\noutput's counts are in `samples.parquet`.")
+    write_sweep(output, steps, audits, {"rollouts": str(directory), "layout": files.layout,
+                                        "files": [str(p) for _, p in files.steps]},
+                str(directory), intro, [p.name for _, p in files.steps])
     return SweepResult(output=output, steps=steps, audits=audits)
 
 
 def audit_policy(job: PolicyAuditJob, progress: bool = True) -> PolicyAuditResult | SweepResult:
     """Runs `curate audit-policy`: one audit of the policy `job.model`, or with `job.checkpoints` a sweep over the
     checkpoints of a training run. The prompts come from `job.task`, else `job.dataset`, else Countdown."""
-    if (job.model is None) == (job.checkpoints is None):
-        raise PolicyAuditError("give the policy as --model M, or a training run's checkpoints as --checkpoints "
-                               "'ckpts/step_*'")
+    if sum(x is not None for x in (job.model, job.checkpoints, job.rollouts)) != 1:
+        raise PolicyAuditError("give the policy as --model M, a training run's checkpoints as --checkpoints "
+                               "'ckpts/step_*', or the rollouts a run logged as --rollouts DIR (one of the three)")
+    if job.rollouts is not None:
+        return run_rollout_sweep(job.rollouts, job.output, job.classifier, job.score_column)
     audit = {"task": job.task or (None if job.dataset else "countdown"), "dataset": job.dataset, "n": job.n,
              "seed": job.seed, "classifier": job.classifier, "judge": job.judge, "progress": progress}
     if job.checkpoints is not None:
