@@ -15,7 +15,8 @@ from curate.rewards.registry import (
 )
 from curate.rewards import baselines  # noqa: F401,E402  (registers the baseline rewards audits compare against)
 
-REWARD_PATH = Path(__file__).parent / "registry.py"
+# The file verl's custom_reward_function.path names (pkg://curate.rewards.verl_reward names the same module).
+REWARD_PATH = Path(__file__).parent / "verl_reward.py"
 
 __all__ = [
     "BARE", "DEFAULT", "Extraction", "REWARDS", "REWARD_PATH", "Reward", "UnknownRewardError", "compute_score",

@@ -19,10 +19,13 @@ import re
 import select
 import subprocess
 import sys
+import tempfile
 import threading
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
+
+from curate.errors import CurateError
 
 DEFAULT_TIMEOUT = 5.0
 STARTUP_TIMEOUT = 120.0
@@ -44,6 +47,10 @@ _DIGIT_GROUP = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |~)(?=\d{3}\b)")
 _COMMA_GROUPS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?![\d]|,\d)")
 # The unicode fraction slash ("5⁄3", what NFKC makes of "⅓") and division slash: math-verify reads only "5".
 _SLASHES = str.maketrans({"\u2044": "/", "\u2215": "/"})
+
+
+class CheckerUnavailableError(CurateError, RuntimeError):
+    """No answer can be checked here (math-verify missing, its worker unable to start); the message says the fix."""
 
 
 def _plain_number(answer: str) -> str:
@@ -165,13 +172,31 @@ class _Worker:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        # stderr goes to a file, not a pipe nobody reads: a worker that cannot start says why (math-verify missing).
+        self.stderr = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "curate.rewards.equivalence"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env,
+            stderr=self.stderr, text=True, bufsize=1, env=env,
         )
-        if self._reply(STARTUP_TIMEOUT) != "ready":
+        try:
+            ready = self._reply(STARTUP_TIMEOUT)
+        except (TimeoutError, EOFError, ValueError) as error:
+            why = self._start_failure(error)
             self.kill()
-            raise RuntimeError("math-verify worker did not start")
+            raise CheckerUnavailableError(why) from None
+        if ready != "ready":
+            self.kill()
+            raise CheckerUnavailableError(f"the math-verify worker answered {ready!r} instead of starting")
+
+    def _start_failure(self, error: Exception) -> str:
+        self.stderr.seek(0)
+        lines = [line for line in self.stderr.read().splitlines() if line.strip()]
+        last = lines[-1] if lines else (f"no reply in {STARTUP_TIMEOUT:.0f} s" if isinstance(error, TimeoutError)
+                                        else "it exited without a message")
+        if "math_verify" in last and "ModuleNotFoundError" in last:
+            return (f"math-verify is not installed in {sys.executable}, so no answer can be checked: "
+                    "pip install 'math-verify>=0.7' in the trainer's environment")
+        return f"the math-verify worker ({sys.executable} -m curate.rewards.equivalence) did not start: {last}"
 
     def _reply(self, timeout: float):
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
@@ -194,7 +219,7 @@ class _Worker:
     def kill(self) -> None:
         self.process.kill()
         self.process.wait(5)
-        for stream in (self.process.stdin, self.process.stdout):
+        for stream in (self.process.stdin, self.process.stdout, self.stderr):
             stream.close()
 
 
@@ -269,11 +294,9 @@ class MathEquivalence:
             try:
                 worker = self._idle.get_nowait()
             except queue.Empty:
-                try:
-                    worker = _Worker()
-                except (RuntimeError, TimeoutError, EOFError, OSError):
-                    self.errors += 1
-                    return None
+                # A worker that cannot start raises CheckerUnavailableError: every check would fail alike, and a
+                # reward that scored them all 0.0 would train on noise without a word.
+                worker = _Worker()
             try:
                 status, value = worker.check(gold, answer, self.timeout, mode)
             except TimeoutError:

@@ -1,15 +1,14 @@
 """The reward registry: one function per `data_source`, exposed for verl and TRL.
 
-verl: point `custom_reward_function.path` at this file (`curate reward-path` prints it) and
-`custom_reward_function.name` at `compute_score`; each row's `data_source` selects the reward.
+verl: `reward.custom_reward_function.path=pkg://curate.rewards.verl_reward` (or the file `curate reward-path` prints)
+and `.name=compute_score`; each row's `data_source` selects the reward.
 TRL: `trl_reward()` (or `trl_reward("curate/math")`) is a GRPOTrainer reward function.
 
 A reward returns 1.0 (correct), 0.0 (wrong, including "no final answer") or None (cannot be scored:
 the check timed out or the ground truth is unusable). TRL skips None; verl needs a number and gets 0.0.
-This file uses absolute imports only: verl loads it by path as a standalone module.
+This file uses absolute imports only and no postponed annotations, so that it still loads when verl executes it by
+path under a name that is not in `sys.modules` (a dataclass under `from __future__ import annotations` then fails).
 """
-
-from __future__ import annotations
 
 import json
 import re
