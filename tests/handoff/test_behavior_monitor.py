@@ -26,13 +26,15 @@ def countdown_traces(n: int) -> list[dict]:
 
 def expected_figures(outputs: list[str], problems: list[dict | None], scores: list[float]) -> dict:
     """Share, mean count and accuracy with / without each behavior, counted here: the classifier on each output
-    below its problem, written as the labeled sets show it ("Numbers: [..], target: T")."""
+    below its problem, written as the labeled sets show it ("Numbers: [..], target: T"). An empty output has no
+    label and stays out of the behavior figures, as in audit-policy; accuracy counts every output."""
     cues = get_classifier("cues")
+    figures = {"accuracy": sum(s == 1.0 for s in scores) / len(scores)}
+    kept = [(o, p, s) for o, p, s in zip(outputs, problems, scores) if o.strip()]
     texts = [o if p is None else f"Numbers: {json.dumps(p['numbers'])}, target: {p['target']}\n\n{o}"
-             for o, p in zip(outputs, problems)]
+             for o, p, _ in kept]
     counts = [label.counts for label in cues.classify(texts)]
-    correct = [s == 1.0 for s in scores]
-    figures = {"accuracy": sum(correct) / len(correct)}
+    correct = [s == 1.0 for _, _, s in kept]
     for b in BEHAVIOR_NAMES:
         showing = [c[b] > 0 for c in counts]
         with_it = [ok for ok, shown in zip(correct, showing) if shown]
@@ -43,6 +45,7 @@ def expected_figures(outputs: list[str], problems: list[dict | None], scores: li
     return figures
 
 
+@pytest.mark.slow  # imports verl's trainer (ray and all): 3-18 s on 2 shared cores
 def test_rollout_sweep_reads_what_verl_writes_to_its_rollout_data_dir(tmp_path):
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
@@ -82,3 +85,97 @@ def test_rollout_sweep_reads_what_verl_writes_to_its_rollout_data_dir(tmp_path):
 
     refused = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(tmp_path), "-o", str(tmp_path / "x")])
     assert refused.exit_code != 0 and "no rollout files" in refused.output
+
+
+# Whole cue sentences as single tokens of a tiny random model, which may write nothing else: its completions are
+# random sequences of them, so the behaviors vary from completion to completion as a real policy's do.
+PHRASES = [" Let me verify this: 3 + 4 = 7, correct.", " Wait, that is wrong, let me try again.",
+           " First, we need to get the target, then use the rest.", " Working backwards from the target, we need 5 * 9.",
+           " So 50 - 5 = 45.", " Hmm.", " The answer is 45."]
+
+
+def phrase_model(directory: Path) -> tuple[Path, list[int]]:
+    """A tiny chat model whose vocabulary has PHRASES as tokens, and every other token id (to suppress)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.support.tiny_model import make_tiny_chat_model
+
+    make_tiny_chat_model(directory, seed=5)
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    tokenizer.add_tokens(PHRASES)
+    model = AutoModelForCausalLM.from_pretrained(directory)
+    model.resize_token_embeddings(len(tokenizer))
+    tokenizer.save_pretrained(directory)
+    model.save_pretrained(directory)
+    allowed = set(tokenizer.convert_tokens_to_ids(PHRASES)) | {tokenizer.eos_token_id}
+    return directory, [i for i in range(len(tokenizer)) if i not in allowed]
+
+
+def length_parity_reward(completions, completion_ids, log_extra, **kwargs):
+    """The full mark for an even number of completion tokens: a reward with right and wrong answers in every batch
+    (the random model never solves a Countdown problem). It logs each length, which the recount reads back."""
+    log_extra("n_tokens", [len(ids) for ids in completion_ids])
+    return [1.0 if len(ids) % 2 == 0 else 0.0 for ids in completion_ids]
+
+
+@pytest.mark.slow
+def test_trl_grpo_logs_behavior_metrics_and_its_completions_redraw_them(tmp_path):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from curate.handoff.behavior_monitor import BehaviorMonitor
+    from curate.handoff.policy_audit import countdown_prompts
+
+    model, suppressed = phrase_model(tmp_path / "model")
+    prompts = countdown_prompts(8, seed=1)
+    train = Dataset.from_list([{"prompt": p["question"], "solution": p["ground_truth"],
+                                "data_source": p["data_source"]} for p in prompts])
+    config = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, max_steps=3, per_device_train_batch_size=8,
+                        num_generations=4, max_completion_length=10, logging_steps=1, log_completions=True,
+                        num_completions_to_print=0, report_to="none", save_strategy="no", seed=0, gradient_checkpointing=False,
+                        generation_kwargs={"suppress_tokens": suppressed})
+    monitor = BehaviorMonitor("cues")  # asynchronous: batch k's figures are logged with batch k+1
+    trainer = GRPOTrainer(model=str(model), reward_funcs=[monitor.wrap(length_parity_reward)], args=config,
+                          train_dataset=train)
+    trainer.train()
+    monitor.close()
+
+    logs = {entry["step"]: entry for entry in trainer.state.log_history if "rewards/length_parity_reward/mean" in entry}
+    assert sorted(logs) == [1, 2, 3]
+    assert not any(key.startswith("behaviors/") for key in logs[1])  # nothing classified before the first batch
+    tables = {step: pq.read_table(tmp_path / "run" / "completions" / f"completions_{step:05d}.parquet").to_pylist()
+              for step in (1, 2, 3)}
+    shown = 0
+    for step in (1, 2):
+        rows, logged = tables[step], logs[step + 1]
+        assert len(rows) == 8 and logged["behaviors/step"] == step
+        assert all(json.loads(r["ground_truth"]) in [p["ground_truth"] for p in prompts] for r in rows)
+        outputs, problems = [r["completion"] for r in rows], [json.loads(r["ground_truth"]) for r in rows]
+        scores = [r["length_parity_reward"] for r in rows]
+        expected = expected_figures(outputs, problems, scores)
+        assert logged["behaviors/accuracy"] == pytest.approx(expected["accuracy"])
+        for b in BEHAVIOR_NAMES:
+            for figure in ("rate", "mean_count", "accuracy_with", "accuracy_without"):
+                want = expected[b][figure]
+                assert logged.get(f"behaviors/{b}/{figure}") == (None if want is None else pytest.approx(want))
+            counts = [label.counts[b] for label in get_classifier("cues").classify(
+                [f"Numbers: {json.dumps(p['numbers'])}, target: {p['target']}\n\n{o}" for o, p in zip(outputs, problems)])]
+            with_it = [r["n_tokens"] for r, c in zip(rows, counts) if c > 0 and r["completion"].strip()]
+            if with_it:
+                assert logged[f"behaviors/{b}/length_with"] == pytest.approx(sum(with_it) / len(with_it))
+            shown += bool(with_it)
+        # The wrapped reward keeps its name and values: TRL's own reward mean is the table's.
+        assert logs[step]["rewards/length_parity_reward/mean"] == pytest.approx(sum(scores) / len(scores))
+    assert shown >= 4  # the completions do show behaviors, so the figures above are not all zeros
+
+    # The same run's logged completions, read back by audit-policy: the curves of the trainer's log, step for step.
+    out = tmp_path / "audit"
+    result = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(tmp_path / "run"), "--score-column",
+                                      "length_parity_reward", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert sweep["steps"] == [1, 2, 3] and sweep["layout"] == "trl"
+    for step in (1, 2):
+        for b in BEHAVIOR_NAMES:
+            assert sweep["behaviors"][b]["rate"][step - 1] == pytest.approx(logs[step + 1][f"behaviors/{b}/rate"])
+        assert sweep["accuracy"][step - 1] == pytest.approx(logs[step + 1]["behaviors/accuracy"])
