@@ -40,8 +40,19 @@ _WORD = re.compile(r"[a-z]{2,}")
 _LEADING_NUMBER = re.compile(
     r"^(-?\d[\d,]*(?:\.\d+)?)\s+(?:[A-Za-z°μΩ]{2,}|[mgslhKNJWVACFTMΩ](?![A-Za-z]))[A-Za-z°μΩ/ ]*"
     r"(?:\s*\^?\s*\{?[23]\}?|[²³])?(?:/[A-Za-z]+)*$")
-# Digit groups written with thin spaces or braces: "864\,000", "864{,}000".
+# Digit groups written with thin spaces or braces: "864\,000", "864{,}000", MATH's "16,\!386.20".
 _DIGIT_GROUP = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |~)(?=\d{3}\b)")
+_NEGATIVE_SPACE = re.compile(r"(?<=[\d,])\\!(?=\d)")
+# A percent sign left unescaped is a LaTeX comment to the parser ("40%" reads as 40, "40% of" as nothing); a spelled
+# percent is the sign.
+_PERCENT = re.compile(r"(?<=\d)\s*(?:(?<!\\)%|\\?\s*(?:percent(?:age)?|pct)\b)", re.IGNORECASE)
+# Decimal commas. A comma with exactly three digits after it groups thousands ("1,234" = 1234); a lone number with one
+# comma followed by one, two or four and more digits, or led by a zero ("2,74", "1000,99", "0,111"), writes a decimal
+# (2.74). It is read so only where the plain reading fails and the other side is one decimal number.
+_DECIMAL_COMMA = re.compile(r"^(-?)(?:(0),(\d+)|([1-9]\d*),(\d{1,2}|\d{4,}))$")
+_DECIMAL = re.compile(r"^-?\d*\.\d+$")
+# A percentage on one side only ("25\%" against 25): the sign is the unit of the number the other side states.
+_PERCENTAGE = re.compile(r"^\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s*\\%\s*\$?\s*$")
 # Digit groups written with plain commas inside a larger answer, "1/40,000", "(3,034, 3,466)" (math-verify reads a
 # lone "3,012,121" but not these): a group is 1-3 digits, not led by 0, then one or more ",ddd".
 _COMMA_GROUPS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?![\d]|,\d)")
@@ -54,7 +65,20 @@ class CheckerUnavailableError(CurateError, RuntimeError):
 
 
 def _plain_number(answer: str) -> str:
-    return _DIGIT_GROUP.sub("", answer).translate(_SLASHES)
+    return _percent(_NEGATIVE_SPACE.sub("", _DIGIT_GROUP.sub("", answer)).translate(_SLASHES))
+
+
+def _percent(answer: str) -> str:
+    return _PERCENT.sub(r"\\%", answer)
+
+
+def decimal_comma(number: str) -> str | None:
+    """The decimal a lone decimal-comma number writes ("2,74" -> "2.74"), None for any other text (see _DECIMAL_COMMA)."""
+    match = _DECIMAL_COMMA.match(number.strip().strip("$").strip())
+    if not match:
+        return None
+    sign, zero, zero_decimals, whole, decimals = match.groups()
+    return f"{sign}{zero or whole}.{zero_decimals or decimals}"
 
 
 def _ungrouped(answer: str) -> str:
@@ -71,10 +95,10 @@ def normalize_text(answer: str) -> str:
     return answer.rstrip(".")
 
 
-def _verify_boxed(gold: str, answer: str, **comparison) -> bool | None:
-    """Both sides parsed as a boxed answer (LaTeX, then a plain expression), compared by math-verify's `verify` with
-    the comparison options given; None when the gold does not parse, False when the answer does not."""
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+def _parse_boxed(gold: str, answer: str) -> tuple[list, list] | bool | None:
+    """Both sides parsed as a boxed answer (LaTeX, then a plain expression): None when the gold does not parse,
+    False when the answer does not."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
 
     config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
     parsed_gold = parse("\\boxed{" + gold + "}", extraction_config=config, parsing_timeout=None)
@@ -83,13 +107,60 @@ def _verify_boxed(gold: str, answer: str, **comparison) -> bool | None:
     parsed_answer = parse("\\boxed{" + answer + "}", extraction_config=config, parsing_timeout=None)
     if not parsed_answer:
         return False
-    return bool(verify(parsed_gold, parsed_answer, timeout_seconds=None, **comparison))
+    return parsed_gold, parsed_answer
+
+
+def _verify_boxed(gold: str, answer: str, **comparison) -> bool | None:
+    """`_parse_boxed`, then math-verify's `verify` with the comparison options given."""
+    from math_verify import verify
+
+    parsed = _parse_boxed(gold, answer)
+    if not isinstance(parsed, tuple):
+        return parsed
+    return bool(verify(*parsed, timeout_seconds=None, **comparison))
+
+
+# math-verify compares numbers rounded to 6 decimals, so 1/2004! equals 1/2006! and 1e-7 equals 2e-7. Two exact
+# numbers that close must be equal (to 40 digits); where one side is a decimal, equal to a relative 1e-5 (a rounded
+# decimal answer of a small exact value stays right: 0.083333 for 1/12). Numbers farther apart than the rounding were
+# called equal by another rule (25 answers 25\%) and are left to it.
+EXACT_DIGITS = 40
+DECIMAL_RELATIVE_TOLERANCE = 1e-5
+ROUNDING_WINDOW = 1e-5
+
+
+def close_in_value(gold, answer) -> bool:
+    """False where two numbers math-verify called equal differ beyond the tolerance above; True otherwise (and for
+    anything that is not a pair of finite real numbers)."""
+    import sympy
+
+    if not (isinstance(gold, sympy.Expr) and isinstance(answer, sympy.Expr) and gold.is_number and answer.is_number):
+        return True
+    try:
+        gold_value, answer_value = gold.evalf(EXACT_DIGITS), answer.evalf(EXACT_DIGITS)
+        if not (gold_value.is_real and answer_value.is_real and gold_value.is_finite and answer_value.is_finite):
+            return True
+        scale = max(abs(gold_value), abs(answer_value))
+        if scale == 0 or abs(gold_value - answer_value) > ROUNDING_WINDOW:
+            return True
+        exact = not gold.has(sympy.Float) and not answer.has(sympy.Float)
+        tolerance = sympy.Float(10) ** (5 - EXACT_DIGITS) if exact else DECIMAL_RELATIVE_TOLERANCE
+        return bool(abs(gold_value - answer_value) <= tolerance * scale)
+    except (TypeError, ValueError, ArithmeticError):
+        return True
 
 
 def _verify(gold: str, answer: str) -> bool | None:
-    """Runs in a worker: parse both sides as a boxed answer and compare as math objects."""
+    """Runs in a worker: parse both sides as a boxed answer and compare as math objects, numbers in relative terms."""
+    from math_verify import verify
+
+    parsed = _parse_boxed(gold, answer)
+    if not isinstance(parsed, tuple):
+        return parsed
     # Relations against sets: "0 \le x < 3" answers "[0, 3)".
-    return _verify_boxed(gold, answer, allow_set_relation_comp=True)
+    if not verify(*parsed, timeout_seconds=None, allow_set_relation_comp=True):
+        return False
+    return close_in_value(parsed[0][0], parsed[1][0])
 
 
 def _verify_plain(gold: str, response: str) -> bool | None:
@@ -253,10 +324,22 @@ class MathEquivalence:
         if _WORD.fullmatch(text_gold) and _WORD.fullmatch(text_answer):
             # Two words ("tuesday", "qxls"): sympy would read them as commuting products of letters.
             return False
+        gold = _percent(gold)
         verdict = self._cache(gold, _plain_number(answer))
         if verdict is False and (ungrouped := _ungrouped(_plain_number(answer))) != _plain_number(answer):
             # Tried second: "(1,234)" may be a pair, and is read as one first.
             verdict = self._cache(gold, ungrouped)
+        if verdict is False:
+            # Tried after both: "2,74" for 2.74 (or a gold written so), where the other side is one decimal number.
+            if (decimal := decimal_comma(answer)) and _DECIMAL.match(text_gold.strip("$")):
+                verdict = self._cache(gold, decimal)
+            elif (decimal := decimal_comma(gold)) and _DECIMAL.match(normalize_text(answer)):
+                verdict = self._cache(decimal, _plain_number(answer))
+        if verdict is False:
+            gold_percentage, answer_percentage = _PERCENTAGE.match(gold), _PERCENTAGE.match(_plain_number(answer))
+            if bool(gold_percentage) != bool(answer_percentage):
+                verdict = self._cache(gold_percentage.group(1) if gold_percentage else gold,
+                                      answer_percentage.group(1) if answer_percentage else _plain_number(answer))
         if verdict is False and (number := _LEADING_NUMBER.match(unicodedata.normalize("NFKC", answer))):
             # "72 clips", "9.8 m/s^2": a number followed by a unit math-verify does not know.
             verdict = self._cache(gold, number.group(1))

@@ -29,9 +29,11 @@ def test_extraction(text, expected):
 
 
 def test_extraction_is_configurable():
-    text = "Step 1 ... #### 18"
+    text = "Step 1 ... #### 18"  # mid-line: not GSM8K's answer line, which a pattern can still read
     assert extract_answer(text) is None
     assert extract_answer(text, Extraction(patterns=(r"####\s*(.+)",))) == "18"
+    assert extract_answer("Step 1\n#### 18") == "18"
+    assert extract_answer("Step 1\n#### 18", Extraction(markers=("boxed",))) is None
     assert extract_answer("<answer>7</answer> \\boxed{8}", Extraction(markers=("answer_tag",))) == "7"
     assert extract_answer("The area is $351$ units.", BARE) == "351"
     with pytest.raises(ValueError, match="unknown answer marker"):
