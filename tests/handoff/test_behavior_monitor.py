@@ -45,24 +45,81 @@ def expected_figures(outputs: list[str], problems: list[dict | None], scores: li
     return figures
 
 
-@pytest.mark.slow  # imports verl's trainer (ray and all): 3-18 s on 2 shared cores
-def test_rollout_sweep_reads_what_verl_writes_to_its_rollout_data_dir(tmp_path):
+def verl_reward_worker(model: Path):
+    """verl 0.9.1's reward loop worker on its own ppo_trainer config, composed with the overrides that switch the
+    monitor on (docs/rl-monitor.md), as main_ppo composes it."""
+    import verl
+    from hydra import compose, initialize_config_dir
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+    with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
+        config = compose("ppo_trainer", overrides=[
+            f"actor_rollout_ref.model.path={model}",
+            "reward.custom_reward_function.path=pkg://curate.handoff.behavior_monitor",
+            "reward.custom_reward_function.name=compute_score_with_behaviors",
+            "+reward.custom_reward_function.reward_kwargs.classifier=cues"])
+    return RewardLoopWorker(config)
+
+
+def verl_batch(tokenizer, responses: list[str], ground_truths: list[dict]):
+    """A rollout batch as verl's reward manager reads it: prompt and response ids, the attention mask over both,
+    data_source and reward_model per row."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+
+    ids = [tokenizer(text, add_special_tokens=False).input_ids for text in responses]
+    width, pad = max(map(len, ids)), tokenizer.pad_token_id
+    mask = [[1] * 4 + [1] * len(row) + [0] * (width - len(row)) for row in ids]
+    return DataProto.from_dict(
+        tensors={"prompts": torch.full((len(ids), 4), pad), "attention_mask": torch.tensor(mask),
+                 "responses": torch.tensor([row + [pad] * (width - len(row)) for row in ids])},
+        non_tensors={"data_source": np.array(["curate/countdown"] * len(ids), dtype=object),
+                     "reward_model": np.array([{"ground_truth": g} for g in ground_truths], dtype=object)})
+
+
+@pytest.mark.slow  # verl's reward loop and trainer modules (ray, hydra) take most of its 10-20 s to import
+def test_verl_reward_loop_carries_behavior_counts_to_its_rollout_files_and_validation_metrics(tmp_path):
+    import numpy as np
+    from transformers import AutoTokenizer
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
+    from tests.support.tiny_model import make_tiny_chat_model
+
+    model = make_tiny_chat_model(tmp_path / "model")
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    worker = verl_reward_worker(model)
     traces = countdown_traces(24)
     rollouts = tmp_path / "rollouts"
     by_step = {}
     for step, start in ((1, 0), (2, 8), (10, 16)):  # file names sort as text otherwise: 10 before 2
         chunk = traces[start:start + 8]
-        gts = [{"numbers": t["numbers"], "target": t["target"]} for t in chunk]
-        outputs = [t["text"] for t in chunk]
-        scores = [compute_score("curate/countdown", o, g) for o, g in zip(outputs, gts)]
-        # verl's own writer, as its trainer calls it after each step with trainer.rollout_data_dir set; a reward
-        # extra (here the monitor's key) rides along as a column.
-        RayPPOTrainer._write_generations([f"prompt {i}" for i in range(8)], outputs, gts, scores,
-                                         {"behavior_verification": [0] * 8}, str(rollouts), step)
+        outputs, gts = [t["text"] for t in chunk], [{"numbers": t["numbers"], "target": t["target"]} for t in chunk]
+        scored = worker.loop.run_until_complete(worker.compute_score_batch(verl_batch(tokenizer, outputs, gts)))
+        scores = [item["reward_score"] for item in scored]
+        assert scores == [compute_score("curate/countdown", o, g) for o, g in zip(outputs, gts)]  # the plain reward
+        # What verl's agent loop makes of the extras (one array per key of the first row) and hands the trainer.
+        extras = {key: np.array([item["reward_extra_info"][key] for item in scored]).tolist()
+                  for key in scored[0]["reward_extra_info"]}
+        expected = get_classifier("cues").classify(
+            [f"Numbers: {json.dumps(g['numbers'])}, target: {g['target']}\n\n{o}" for o, g in zip(outputs, gts)])
+        for b in BEHAVIOR_NAMES:
+            assert extras[f"behavior_{b}"] == [label.counts[b] for label in expected]
+            assert extras[f"behavior_{b}_shown"] == [float(label.counts[b] > 0) for label in expected]
+        # The trainer's validation metrics over these extras (its own reduction) ...
+        metrics = RayPPOTrainer._val_metrics_update(None, ["curate/countdown"] * 8, [str(i) for i in range(8)],
+                                                    {"reward": scores, **extras}, [])
+        for b in BEHAVIOR_NAMES:
+            counts = [label.counts[b] for label in expected]
+            assert metrics[f"val-aux/curate/countdown/behavior_{b}/mean@1"] == pytest.approx(sum(counts) / 8)
+            assert metrics[f"val-aux/curate/countdown/behavior_{b}_shown/mean@1"] == pytest.approx(
+                sum(c > 0 for c in counts) / 8)
+        # ... and its rollout dump, as it writes it after each step with trainer.rollout_data_dir set.
+        RayPPOTrainer._write_generations([f"prompt {i}" for i in range(8)], outputs, gts, scores, extras,
+                                         str(rollouts), step)
         by_step[step] = (outputs, gts, scores)
     assert sorted(p.name for p in rollouts.iterdir()) == ["1.jsonl", "10.jsonl", "2.jsonl"]
+    assert "behavior_verification" in json.loads((rollouts / "1.jsonl").read_text().splitlines()[0])
 
     out = tmp_path / "audit"
     result = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(rollouts), "-o", str(out)])
@@ -83,7 +140,7 @@ def test_rollout_sweep_reads_what_verl_writes_to_its_rollout_data_dir(tmp_path):
     assert (out / "behaviors_over_steps.png").read_bytes()[:4] == b"\x89PNG"
     assert "| 10 | `10.jsonl` |" in (out / "README.md").read_text()
 
-    refused = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(tmp_path), "-o", str(tmp_path / "x")])
+    refused = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(tmp_path / "model"), "-o", str(tmp_path / "x")])
     assert refused.exit_code != 0 and "no rollout files" in refused.output
 
 
