@@ -180,9 +180,13 @@ def audit_verifier(job: VerifierAuditJob) -> None:
     for q in ("Q1", "Q2", "Q3", "Q4"):
         m = per[rewards[0]]["by_length"][q]
         row(f"length {q} ({m['chars_min']}–{m['chars_max']} chars)", lambda f, q=q: f["by_length"][q])
+    for answer_format in per[rewards[0]]["by_format"]:
+        false_accepts = lambda f, a=answer_format: f" FA {pct(f['by_format'][a]['false_accept_rate'])}"
+        row(f"answer format: {answer_format}", lambda f, a=answer_format: f["by_format"][a], false_accepts)
     console.print(side)
     if by_behavior:
         console.print("* the with − without recall difference has a 95 % interval that excludes 0")
+    console.print("FA: false-accept rate, wrong responses the reward pays / wrong responses")
     if show:
         slow = Table(title=f"slowest cases ({first.reward})")
         for column in ["id", "seconds", "verdict", "gold", "candidate"]:

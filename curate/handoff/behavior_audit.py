@@ -29,7 +29,7 @@ from curate.classifiers import get_classifier
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.verifier_audit import Pair, run_audit
 from curate.rewards import get_reward
-from curate.rewards.extract import BARE, extract_answer
+from curate.rewards.extract import ANSWER_FORMATS, BARE, locate_answer
 
 CELLS = ("tp", "fp", "fn", "tn")
 STRATA = ("present", "absent")
@@ -121,11 +121,13 @@ def _number(value) -> float | None:
 
 def _stratum(point: np.ndarray, boot: np.ndarray, undecided: int, unmarked: int | None) -> dict:
     precision, recall = _rates(point)
+    false_accept_rate = _ratio(point[1], point[1] + point[3])
     boot_precision, boot_recall = _rates(boot)
     ci_low, ci_high = _interval(boot_recall)
     p_low, p_high = _interval(boot_precision)
     return {"n": int(point.sum()), **{c: int(point[i]) for i, c in enumerate(CELLS)},
             "precision": _number(precision), "recall": _number(recall), "ci_low": ci_low, "ci_high": ci_high,
+            "false_accept_rate": _number(false_accept_rate),
             "precision_ci_low": p_low, "precision_ci_high": p_high, "undecided": undecided,
             **({} if unmarked is None else {"correct_without_marked_answer": unmarked})}
 
@@ -166,9 +168,12 @@ def length_quartile(length: int, edges: Sequence[float]) -> int:
 
 def reward_report(pairs: Sequence[Pair], verdicts: Sequence[bool | None], tags: BehaviorTags | None,
                   bootstrap: Bootstrap) -> dict:
-    """Every figure of one reward on one pair set: overall, by behavior (if tagged) and by length quartile."""
+    """Every figure of one reward on one pair set: overall, by behavior (if tagged), by length quartile and by the
+    format the response gives its answer in (as the pair's extraction reads it: a box, several boxes, a closing
+    statement, GSM8K's line ...), so that a user sees where a reward is blind before training with it."""
     labels = [p.equivalent for p in pairs]
-    marked = [extract_answer(p.candidate, p.extraction or BARE) is not None for p in pairs]
+    located = [locate_answer(p.candidate, p.extraction or BARE) for p in pairs]
+    marked = [answer is not None for _, answer in located]
     overall, _, _ = stratified(verdicts, labels, [0] * len(pairs), 1, bootstrap, marked)
     report: dict = {"overall": overall[0]}
     if tags is not None:
@@ -190,6 +195,10 @@ def reward_report(pairs: Sequence[Pair], verdicts: Sequence[bool | None], tags: 
         by_length[name] = {**rows[k], "chars_min": min(members, default=None), "chars_max": max(members, default=None)}
     by_length["difference_q4_q1"] = _difference(point, boot, 3, 0)
     report["by_length"] = by_length
+    formats = [f for f in ANSWER_FORMATS if any(f == answer_format for answer_format, _ in located)]
+    strata = [formats.index(answer_format) for answer_format, _ in located]
+    rows, _, _ = stratified(verdicts, labels, strata, len(formats), bootstrap, marked)
+    report["by_format"] = dict(zip(formats, rows))
     return report
 
 

@@ -27,7 +27,7 @@ from curate.handoff.verifier_audit import Pair, answer_type, json_lines, read_pa
 from curate.rewards.extract import DEFAULT, Extraction, extract_answer
 
 FORMATS = ("auto", "pairs", "table", "gsm8k", "skythought", "prm800k")
-GSM8K_ANSWER = Extraction(markers=(), patterns=(r"^A:\s*(.+)$",))
+GSM8K_ANSWER = DEFAULT  # its "A: N" line, as a trainer reads it (the default extraction reads GSM8K's lines)
 GSM8K_GOLD = Extraction(markers=(), patterns=(r"^(?:####|A:)\s*(.+)$",))
 PRM800K_ANSWER = Extraction(patterns=(r"#\s*Answer\s*\n+\s*(.+)",))
 LABEL_SOURCES = {

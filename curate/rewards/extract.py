@@ -3,13 +3,13 @@
 Which markers a reward accepts is a setting (`Extraction`), because a reward that accepts an answer the prompt never
 asked for in that form is a different reward. Among what a response marks, the answer is, in this order:
 1. the last `<answer>` tag;
-2. the last `\\boxed{}` or closing final-answer statement ("The final answer is ...", "Final Answer: ..."), whichever
-   comes later: a closing statement wins over an intermediate box, a box after it wins over it. Several boxes written
-   one after another ("\\boxed{1}, \\boxed{2} and \\boxed{3}") are one answer in several parts, joined;
+2. the last `\\boxed{}` or closing statement ("The final answer is ...", "Final Answer: ...", GSM8K's own answer lines
+   `#### 18` and `A: 18`), whichever comes later: a closing statement wins over an intermediate box, a box after it
+   wins over it. Several boxes written one after another ("\\boxed{1}, \\boxed{2} and \\boxed{3}") are one answer
+   in several parts, joined;
 3. the last "The answer is ...", "Answer: ...", "**Answer:** ..." (an earlier box wins over it: it is often a
    second thought written after the boxed answer);
-4. GSM8K's own answer lines, `#### 18` and `A: 18`;
-5. a last line that is a bare value (`18`, `$\\frac{1}{2}$`).
+4. a last line that is a bare value (`18`, `$\\frac{1}{2}$`).
 An answer statement is read to the end of its sentence, not its line (models run on: "... is $28\\%$. I hope it is
 correct. Note: ..."), and a sentence that names what it answers ("The largest $n$ is 34") is read after its last "is".
 """
@@ -20,6 +20,10 @@ import re
 from dataclasses import dataclass
 
 MARKERS = ("answer_tag", "boxed", "final_answer", "answer_is", "gsm8k", "last_line")
+# How a response gave its answer (`locate_answer`): a marker, "boxes" (several boxes joined), an Extraction's own
+# pattern, the whole-text fallback of bare answers, or nothing the reward reads.
+ANSWER_FORMATS = ("answer_tag", "boxed", "boxes", "final_answer", "answer_is", "gsm8k", "last_line", "pattern",
+                  "whole_text", "unmarked")
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 # "The final answer is 5", "Final Answer: 5", "**Final Answer**\n5": a closing statement.
@@ -112,16 +116,17 @@ def _joins_boxes(gap: str) -> bool:
     return not words or bool(_BOX_GAP_WORDS.fullmatch(words))
 
 
-def _last_box_run(text: str, boxes: list[tuple[int, int, str]]) -> tuple[int, str]:
-    """(start of the run, answer) of the last run of boxes written one after another: one box's content, or the
-    distinct contents of several joined by ", " (parts of one answer: "\\boxed{-2} and \\boxed{1}")."""
+def _last_box_run(text: str, boxes: list[tuple[int, int, str]]) -> tuple[int, str, str]:
+    """(start of the run, answer, format) of the last run of boxes written one after another: one box's content
+    ("boxed"), or the distinct contents of several joined by ", " ("boxes": parts of one answer, "\\boxed{-2} and
+    \\boxed{1}")."""
     run = [boxes[-1]]
     for box in reversed(boxes[:-1]):
         if not _joins_boxes(text[box[1] : run[0][0]]):
             break
         run.insert(0, box)
     contents = list(dict.fromkeys(clean_answer(content) for _, _, content in run))
-    return run[0][0], ", ".join(contents)
+    return run[0][0], ", ".join(contents), "boxes" if len(contents) > 1 else "boxed"
 
 
 def clean_answer(answer: str) -> str:
@@ -167,57 +172,61 @@ def statement_answer(rest: str) -> str:
     return sentence
 
 
-def _candidates(text: str, marker: str) -> list[tuple[int, str]]:
-    """(position, answer) of every answer `marker` finds in `text`."""
+def _candidates(text: str, marker: str) -> list[tuple[int, str, str]]:
+    """(position, answer, format) of every answer `marker` finds in `text`."""
     if marker == "answer_tag":
         found = []
         for match in ANSWER_TAG.finditer(text):
             inner = match.group(1)
-            found.append((match.start(), _last_box_run(inner, _boxes(inner))[1] if _boxes(inner) else inner))
+            found.append((match.start(), _last_box_run(inner, _boxes(inner))[1] if _boxes(inner) else inner, marker))
         return found
     if marker == "boxed":
         boxes = _boxes(text)
         return [_last_box_run(text, boxes)] if boxes else []
     if marker in ("final_answer", "answer_is"):
         pattern = FINAL_ANSWER if marker == "final_answer" else ANSWER_IS
-        return [(m.start(), statement_answer(text[m.end() :])) for m in pattern.finditer(text)]
+        return [(m.start(), statement_answer(text[m.end() :]), marker) for m in pattern.finditer(text)]
     if marker == "gsm8k":
-        return [(m.start(), statement_answer(m.group("answer"))) for m in GSM8K_LINE.finditer(text)]
+        return [(m.start(), statement_answer(m.group("answer")), marker) for m in GSM8K_LINE.finditer(text)]
     lines = [line for line in text.strip().splitlines() if line.strip()]
     if lines and (BARE_VALUE.match(lines[-1]) or (LEADING_MATH.fullmatch(lines[-1].rstrip(". ")))):
-        return [(len(text), lines[-1])]
+        return [(len(text), lines[-1], marker)]
     return []
 
 
-def extract_answer(text: str | None, config: Extraction = DEFAULT) -> str | None:
-    """The final answer in `text`, cleaned, or None when the text marks none."""
+def locate_answer(text: str | None, config: Extraction = DEFAULT) -> tuple[str, str | None]:
+    """(format, answer): how `text` gives its final answer (one of ANSWER_FORMATS) and that answer, cleaned (None when
+    the text marks none, or what it marks is no answer: empty, or a runaway of over 1,000 characters)."""
     if not text:
-        return None
+        return "unmarked", None
     found = {marker: _candidates(text, marker) for marker in config.markers}
-    answer = None
+    chosen = None
     if found.get("answer_tag"):
-        answer = found["answer_tag"][-1][1]
-    elif found.get("boxed") or found.get("final_answer"):
-        # The later of the last box and the last closing statement; a statement holding that box is the box.
-        answer = max(found.get("boxed", []) + found.get("final_answer", []), key=lambda c: c[0])[1]
+        chosen = found["answer_tag"][-1]
+    elif closing := found.get("boxed", []) + found.get("final_answer", []) + found.get("gsm8k", []):
+        # The latest of the last box and the closing statements (GSM8K's answer line is one); a statement holding
+        # that box is the box.
+        chosen = max(closing, key=lambda c: c[0])
     else:
-        for marker in ("answer_is", "gsm8k", "last_line"):
-            if found.get(marker):
-                answer = found[marker][-1][1]
-                break
-    if answer is not None:
-        return _bounded(clean_answer(answer))
+        chosen = next((found[m][-1] for m in ("answer_is", "last_line") if found.get(m)), None)
+    if chosen is not None:
+        return chosen[2], _bounded(clean_answer(chosen[1]))
     for pattern in config.patterns:
         matches = list(re.finditer(pattern, text, re.MULTILINE))
         if matches:
             last = matches[-1]
             group = "answer" if "answer" in last.re.groupindex else (1 if last.re.groups else 0)
-            return _bounded(clean_answer(last.group(group)))
+            return "pattern", _bounded(clean_answer(last.group(group)))
     if config.whole_text_fallback:
         # "The probability is $\\frac{1}{252}$.": the last math span is the answer, else the whole text.
         spans = _math_spans(text)
-        return _bounded(clean_answer(spans[-1] if spans else text))
-    return None
+        return "whole_text", _bounded(clean_answer(spans[-1] if spans else text))
+    return "unmarked", None
+
+
+def extract_answer(text: str | None, config: Extraction = DEFAULT) -> str | None:
+    """The final answer in `text`, cleaned, or None when the text marks none."""
+    return locate_answer(text, config)[1]
 
 
 def _bounded(answer: str) -> str | None:

@@ -109,3 +109,25 @@ def test_gsm8k_model_solutions_as_training_scores_them(shared_data):
             agree += (score("curate/math", row[key]["solution"], gold) == 1.0) == row[key]["is_correct"]
             total += 1
     assert agree == total
+
+
+def test_audit_reports_recall_and_false_accepts_per_answer_format():
+    """Part 4: the audit's by_format strata, against counts built here by hand: three boxed responses (two right, one
+    wrong and paid), two GSM8K lines (one right and missed), one unmarked right response (missed)."""
+    from curate.handoff.behavior_audit import audit_report
+    from curate.handoff.verifier_audit import Pair
+    from curate.rewards import DEFAULT
+
+    rows = [  # response, label, verdict
+        ("so \\boxed{3}", True, True), ("\\boxed{4}", True, True), ("\\boxed{5}", False, True),
+        ("Step\n#### 3", True, False), ("Step\nA: 6", False, False), ("I think three.", True, False),
+        ("\\boxed{1}, \\boxed{2}", True, True),
+    ]
+    pairs = [Pair(str(i), "3", text, label, "integer", DEFAULT) for i, (text, label, _) in enumerate(rows)]
+    report = audit_report(pairs, {"r": [verdict for _, _, verdict in rows]}, None, resamples=200, seed=0)
+    by_format = report["by_format"]
+    assert list(by_format) == ["boxed", "boxes", "gsm8k", "unmarked"]
+    assert (by_format["boxed"]["tp"], by_format["boxed"]["fp"], by_format["boxed"]["recall"]) == (2, 1, 1.0)
+    assert by_format["boxed"]["false_accept_rate"] == 1.0
+    assert (by_format["gsm8k"]["recall"], by_format["gsm8k"]["false_accept_rate"]) == (0.0, 0.0)
+    assert by_format["unmarked"]["correct_without_marked_answer"] == 1 and by_format["boxes"]["n"] == 1
