@@ -37,7 +37,6 @@ from `curate audit-policy --rollouts ROLLOUT_DATA_DIR`.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
@@ -93,8 +92,9 @@ def batch_figures(counts: Sequence[dict | None], scores: Sequence[float | None],
     audit = PolicyAuditResult(output=None, model="", task="", classifier="",
                               behaviors={b: BehaviorRow(b) for b in BEHAVIOR_NAMES})
     for count, score in zip(counts, scores, strict=True):
+        # count_row reads the text only to count empty outputs, which are the unlabelled ones here.
         labels = count or {b: None for b in BEHAVIOR_NAMES}
-        count_row(audit, {"sample": 0, "finish_reason": None, "text": "" if count is None else "x",
+        count_row(audit, {"sample": 0, "finish_reason": None, "text": "" if count is None else "labelled",
                           "reward": score, **labels})
     figures = {f"{PREFIX}/accuracy": audit.accuracy}
     for b, row in audit.behaviors.items():
@@ -129,7 +129,6 @@ class BehaviorMonitor:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="behavior-monitor") if asynchronous \
             else None
         self._pending: Future | None = None
-        self._lock = threading.Lock()
 
     def measure(self, step: int | None, outputs: list[str], ground_truths: list[object], scores: list[float | None],
                 lengths: list[int] | None) -> dict[str, float]:
@@ -168,8 +167,8 @@ class BehaviorMonitor:
     def _figures_to_log(self, job: tuple) -> dict[str, float]:
         if not self.asynchronous:
             return self.measure(*job)
-        with self._lock:
-            previous, self._pending = self._pending, self._executor.submit(self.measure, *job)
+        # GRPOTrainer calls a synchronous reward from its main thread, one batch at a time: no lock needed.
+        previous, self._pending = self._pending, self._executor.submit(self.measure, *job)
         return {} if previous is None else previous.result()
 
     def close(self) -> None:

@@ -471,7 +471,8 @@ def write_sweep(output: Path, steps: list[int], audits: list[PolicyAuditResult],
     accuracy = [a.accuracy for a in audits]
     plot_behaviors_over_steps(steps, series, accuracy, output / "behaviors_over_steps.png",
                               title=f"{title} ({audits[0].classifier}, {audits[0].task})")
-    record = {**source, "steps": steps, "accuracy": accuracy, "behaviors": series, "audits": [a.as_dict() for a in audits]}
+    record = {**source, "steps": steps, "accuracy": accuracy, "behaviors": series,
+              "audits": [a.as_dict() for a in audits]}
     write_text_atomic(output / "sweep.json", json.dumps(record, indent=2))
     header = "| step | source | accuracy | " + " | ".join(f"{b} (share / mean)" for b in BEHAVIOR_NAMES) + " |"
     lines = [header, "|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
@@ -547,7 +548,8 @@ def run_rollout_sweep(directory: str | Path, output: str | Path, classifier: str
     except (KeyError, ValueError) as error:
         raise PolicyAuditError(str(error)) from None
     audits = []
-    with atomic_path(output / "samples.parquet") as partial, pq.ParquetWriter(partial, ROLLOUT_SAMPLES_SCHEMA) as writer:
+    samples = output / "samples.parquet"
+    with atomic_path(samples) as partial, pq.ParquetWriter(partial, ROLLOUT_SAMPLES_SCHEMA) as writer:
         for step, path in files.steps:
             rows = label_rollouts(read_step(files, path, score_column), labeller, batch_size)
             audit = PolicyAuditResult(output=output, model=str(directory), task=f"{files.layout} rollouts",

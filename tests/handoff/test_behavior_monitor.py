@@ -80,6 +80,7 @@ def verl_batch(tokenizer, responses: list[str], ground_truths: list[dict]):
 
 @pytest.mark.slow  # verl's reward loop and trainer modules (ray, hydra) take most of its 10-20 s to import
 def test_verl_reward_loop_carries_behavior_counts_to_its_rollout_files_and_validation_metrics(tmp_path):
+    pytest.importorskip("verl", reason="verl not installed (the trainers test extra: README)")
     import numpy as np
     from transformers import AutoTokenizer
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
@@ -140,15 +141,16 @@ def test_verl_reward_loop_carries_behavior_counts_to_its_rollout_files_and_valid
     assert (out / "behaviors_over_steps.png").read_bytes()[:4] == b"\x89PNG"
     assert "| 10 | `10.jsonl` |" in (out / "README.md").read_text()
 
-    refused = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(tmp_path / "model"), "-o", str(tmp_path / "x")])
+    refused = CliRunner().invoke(app, ["audit-policy", "--rollouts", str(tmp_path / "model"), "-o",
+                                       str(tmp_path / "x")])
     assert refused.exit_code != 0 and "no rollout files" in refused.output
 
 
 # Whole cue sentences as single tokens of a tiny random model, which may write nothing else: its completions are
 # random sequences of them, so the behaviors vary from completion to completion as a real policy's do.
 PHRASES = [" Let me verify this: 3 + 4 = 7, correct.", " Wait, that is wrong, let me try again.",
-           " First, we need to get the target, then use the rest.", " Working backwards from the target, we need 5 * 9.",
-           " So 50 - 5 = 45.", " Hmm.", " The answer is 45."]
+           " First, we need to get the target, then use the rest.",
+           " Working backwards from the target, we need 5 * 9.", " So 50 - 5 = 45.", " Hmm.", " The answer is 45."]
 
 
 def phrase_model(directory: Path) -> tuple[Path, list[int]]:
@@ -189,7 +191,8 @@ def test_trl_grpo_logs_behavior_metrics_and_its_completions_redraw_them(tmp_path
                                 "data_source": p["data_source"]} for p in prompts])
     config = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, max_steps=3, per_device_train_batch_size=8,
                         num_generations=4, max_completion_length=10, logging_steps=1, log_completions=True,
-                        num_completions_to_print=0, report_to="none", save_strategy="no", seed=0, gradient_checkpointing=False,
+                        num_completions_to_print=0, report_to="none", save_strategy="no", seed=0,
+                        gradient_checkpointing=False,
                         generation_kwargs={"suppress_tokens": suppressed})
     monitor = BehaviorMonitor("cues")  # asynchronous: batch k's figures are logged with batch k+1
     trainer = GRPOTrainer(model=str(model), reward_funcs=[monitor.wrap(length_parity_reward)], args=config,
@@ -215,8 +218,9 @@ def test_trl_grpo_logs_behavior_metrics_and_its_completions_redraw_them(tmp_path
             for figure in ("rate", "mean_count", "accuracy_with", "accuracy_without"):
                 want = expected[b][figure]
                 assert logged.get(f"behaviors/{b}/{figure}") == (None if want is None else pytest.approx(want))
-            counts = [label.counts[b] for label in get_classifier("cues").classify(
-                [f"Numbers: {json.dumps(p['numbers'])}, target: {p['target']}\n\n{o}" for o, p in zip(outputs, problems)])]
+            texts = [f"Numbers: {json.dumps(p['numbers'])}, target: {p['target']}\n\n{o}"
+                     for o, p in zip(outputs, problems)]
+            counts = [label.counts[b] for label in get_classifier("cues").classify(texts)]
             with_it = [r["n_tokens"] for r, c in zip(rows, counts) if c > 0 and r["completion"].strip()]
             if with_it:
                 assert logged[f"behaviors/{b}/length_with"] == pytest.approx(sum(with_it) / len(with_it))
