@@ -27,7 +27,7 @@ from curate.rewards.equivalence import shared_checker
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-GSM8K = Extraction(markers=(), patterns=(r"^A:\s*(.+)$",))
+GSM8K = DEFAULT  # a solution's "A: N" line and the gold's, as a trainer reads them
 # Qwen2.5-Math's grader falls back to the last number of an unmarked trace; so does this variant.
 LAST_NUMBER = Extraction(patterns=(r"(-?\d+(?:\.\d+)?)",))
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import unicodedata
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
@@ -64,8 +65,39 @@ class CheckerUnavailableError(CurateError, RuntimeError):
     """No answer can be checked here (math-verify missing, its worker unable to start); the message says the fix."""
 
 
+# A repeating decimal, "0.\overline{7}" or "1.2\overline{36}": math-verify reads the bar as nothing.
+_REPEATING = re.compile(r"(-?)(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
+
+
+def _repeating(match: re.Match) -> str:
+    sign, whole, fixed, period = match.groups()
+    value = Fraction(int(whole or 0)) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0) + Fraction(
+        int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+    return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
 def _plain_number(answer: str) -> str:
+    answer = _REPEATING.sub(_repeating, answer)
     return _percent(_NEGATIVE_SPACE.sub("", _DIGIT_GROUP.sub("", answer)).translate(_SLASHES))
+
+
+_ORDINAL = re.compile(r"(?<=\d)\s*\^?\s*\{?\s*(?:\\text\s*\{\s*)?(?:st|nd|rd|th)\b\s*\}?\s*\}?")
+_NUMBER_WORDS = {word: str(value) for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split())}
+_LEADING_WORD = re.compile(r"^\s*([A-Za-z]+)\b")
+
+
+def spelled_number(answer: str) -> str:
+    """The answer as a number then its unit, for the unit rule: `\\text{}` unwrapped, an ordinal suffix dropped
+    ("12^{\\text{th}}\\text{ grade}" -> "12 grade"), a leading number word written in digits ("three boxes" -> "3
+    boxes")."""
+    answer = unicodedata.normalize("NFKC", answer)
+    answer = _ORDINAL.sub("", answer)
+    answer = _TEXT_COMMANDS.sub(r" \1", answer).strip()
+    if (word := _LEADING_WORD.match(answer)) and word.group(1).lower() in _NUMBER_WORDS:
+        answer = _NUMBER_WORDS[word.group(1).lower()] + answer[word.end() :]
+    return re.sub(r"\s+", " ", answer)
 
 
 def _percent(answer: str) -> str:
@@ -340,7 +372,7 @@ class MathEquivalence:
             if bool(gold_percentage) != bool(answer_percentage):
                 verdict = self._cache(gold_percentage.group(1) if gold_percentage else gold,
                                       answer_percentage.group(1) if answer_percentage else _plain_number(answer))
-        if verdict is False and (number := _LEADING_NUMBER.match(unicodedata.normalize("NFKC", answer))):
+        if verdict is False and (number := _LEADING_NUMBER.match(spelled_number(answer))):
             # "72 clips", "9.8 m/s^2": a number followed by a unit math-verify does not know.
             verdict = self._cache(gold, number.group(1))
         return verdict

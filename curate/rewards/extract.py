@@ -27,9 +27,10 @@ ANSWER_FORMATS = ("answer_tag", "boxed", "boxes", "final_answer", "answer_is", "
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 # "The final answer is 5", "Final Answer: 5", "**Final Answer**\n5": a closing statement.
-FINAL_ANSWER = re.compile(r"final\s+answer\**\s*(?:is\b|:|=)?\s*\**\s*:?", re.IGNORECASE)
-# "The answer is 5", "Answer: 5", "**Answer:** 5".
-ANSWER_IS = re.compile(r"\banswer\**\s*(?:is\b|:|=)\s*\**\s*:?", re.IGNORECASE)
+_STATES = r"(?:is|should\s+be|must\s+be|would\s+be|will\s+be)\b"
+FINAL_ANSWER = re.compile(r"final\s+answer\**\s*(?:" + _STATES + r"|:|=)?\s*\**\s*:?", re.IGNORECASE)
+# "The answer is 5", "Answer: 5", "**Answer:** 5", "the answer should be 5".
+ANSWER_IS = re.compile(r"\banswer\**\s*(?:" + _STATES + r"|:|=)\s*\**\s*:?", re.IGNORECASE)
 # GSM8K's reference solutions end in "#### 18", its model solutions in "A: 18".
 GSM8K_LINE = re.compile(r"^[ \t]*(?:####|A:)[ \t]*(?P<answer>\S[^\n]*)$", re.MULTILINE)
 # `$...$` with `\$` (an escaped dollar, a currency sign) inside, or `\(...\)`, `\[...\]`, `$$...$$`.
@@ -42,6 +43,8 @@ BARE_VALUE = re.compile(r"^\s*(?:-?\$?\s*-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?\s*%
 _BOX_GAP_NOISE = re.compile(r"\\(?:quad|qquad|text|mathrm|textbf)\b|\\[,;:! ()\[\]]|[\s${}(),;.&*~]")
 _BOX_GAP_WORDS = re.compile(r"(?:and|or|for|part|\([a-z]\)|[a-z]\))+")
 MAX_BOX_GAP = 40
+_VERDICT_WORDS = re.compile(r"(?:(?:probably|definitely|indeed|still|also)\s+)?(?:in)?correct|right|wrong|yes|no|"
+                            r"(?:as\s+)?(?:follows|above|below)", re.IGNORECASE)
 MAX_ANSWER_CHARS = 1_000
 _SENTENCE_END = re.compile(r"(?<![\d\\])\.(?=\s|$)|。|\n|\bI hope\b", re.IGNORECASE)
 # "The largest $n$ is 34", "the values are 1 and 2": a statement that names what it answers before its verb.
@@ -185,7 +188,9 @@ def _candidates(text: str, marker: str) -> list[tuple[int, str, str]]:
         return [_last_box_run(text, boxes)] if boxes else []
     if marker in ("final_answer", "answer_is"):
         pattern = FINAL_ANSWER if marker == "final_answer" else ANSWER_IS
-        return [(m.start(), statement_answer(text[m.end() :]), marker) for m in pattern.finditer(text)]
+        found = [(m.start(), statement_answer(text[m.end() :]), marker) for m in pattern.finditer(text)]
+        # "I think that's the final answer.", "the answer is correct": a remark on an answer, not one.
+        return [c for c in found if clean_answer(c[1]) and not _VERDICT_WORDS.fullmatch(clean_answer(c[1]))]
     if marker == "gsm8k":
         return [(m.start(), statement_answer(m.group("answer")), marker) for m in GSM8K_LINE.finditer(text)]
     lines = [line for line in text.strip().splitlines() if line.strip()]

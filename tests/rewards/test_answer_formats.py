@@ -131,3 +131,28 @@ def test_audit_reports_recall_and_false_accepts_per_answer_format():
     assert by_format["boxed"]["false_accept_rate"] == 1.0
     assert (by_format["gsm8k"]["recall"], by_format["gsm8k"]["false_accept_rate"]) == (0.0, 0.0)
     assert by_format["unmarked"]["correct_without_marked_answer"] == 1 and by_format["boxes"]["n"] == 1
+
+
+@pytest.mark.parametrize("response, gold, expected", [
+    # Sky-T1 MATH-500 traces (NovaSky-AI), false negatives of the behavior audit read one by one
+    ("**Final Answer**\n\n\\[ \\boxed{12^{\\text{th}}\\text{ grade}} \\]", "12", 1.0),
+    ("**Final Answer**\n\n\\[ \\boxed{11^{\\text{th}}\\text{ grade}} \\]", "12", 0.0),
+    ("I'm confident that the answer is three boxes contain neither pens nor pencils.", "3", 1.0),
+    ("I'm confident that the answer is four boxes contain neither pens nor pencils.", "3", 0.0),
+    # a remark on an answer is not one: the boxed answer before it stands
+    ("So \\boxed{284}. I think that's the final answer.", "284", 1.0),
+    ("So the answer is \\boxed{18}, and I checked that the answer is correct.", "18", 1.0),
+])
+def test_audit_false_negatives_fixed(response, gold, expected):
+    assert score("curate/math", response, gold) == expected
+
+
+@pytest.mark.parametrize("response, gold, expected", [
+    ("Therefore, the answer should be 210.", "210", 1.0),  # [Sky-T1 MATH-500 trace 111]
+    ("Therefore, the answer should be 211.", "210", 0.0),
+    ("\\boxed{0.\\overline{7}}", "\\frac{7}{9}", 1.0),
+    ("\\boxed{1.2\\overline{36}}", "\\frac{68}{55}", 1.0),
+    ("\\boxed{0.\\overline{6}}", "\\frac{7}{9}", 0.0),
+])
+def test_answer_should_be_and_repeating_decimals(response, gold, expected):
+    assert score("curate/math", response, gold) == expected
