@@ -64,6 +64,7 @@ BUILTIN: dict[str, str] = {
     "cues_v12": "curate.classifiers.cues_v12",
     "cues_ngram_v1": "curate.classifiers.cues_ngram",
     "cues_ngram_v2": "curate.classifiers.cues_ngram",
+    "user_ngram_v1": "curate.classifiers.user_ngram",
     "llm_v1": "curate.classifiers.llm",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",

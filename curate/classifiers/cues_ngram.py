@@ -199,13 +199,14 @@ def train(texts: Sequence[str], cue_counts: np.ndarray, gold: dict[str, Sequence
                       cues, trained_on)
 
 
-def fit_heads(matrix, gold: dict[str, Sequence[int]], regularization: float = 4.0) -> list:
+def fit_heads(matrix, gold: dict[str, Sequence[int]], regularization: float = 4.0, weights=None) -> list:
     """One balanced logistic head per behavior over the rows of `matrix`, in BEHAVIOR_NAMES order: the fit every
-    shipped model and every experiment on its features share."""
+    shipped model, every experiment on its features and `curate adapt` share (`weights`, per row: a user's label
+    weighed against a shipped one)."""
     from sklearn.linear_model import LogisticRegression
 
-    return [LogisticRegression(C=regularization, max_iter=3000, class_weight="balanced").fit(matrix, gold[b])
-            for b in BEHAVIOR_NAMES]
+    return [LogisticRegression(C=regularization, max_iter=3000, class_weight="balanced")
+            .fit(matrix, gold[b], sample_weight=weights) for b in BEHAVIOR_NAMES]
 
 
 class CueNgramClassifier(Classifier):

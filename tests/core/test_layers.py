@@ -11,8 +11,9 @@ from pathlib import Path
 import curate
 
 PACKAGE = Path(curate.__file__).resolve().parent
-# README's layout, top to bottom; builders and handoff are one layer (each uses the other, neither is above).
-LAYERS = ("cli", "flows", ("builders", "handoff"), "pipelines", "data_cards", "classifiers", "rewards", "puzzles")
+# README's layout, top to bottom; builders and handoff are one layer (each uses the other, neither is above), and
+# review (the labels a user checks on their own corpus) sits beside them.
+LAYERS = ("cli", "flows", ("builders", "handoff", "review"), "pipelines", "data_cards", "classifiers", "rewards", "puzzles")
 RANK = {name: len(LAYERS) - i for i, layer in enumerate(LAYERS) for name in (layer if isinstance(layer, tuple) else (layer,))}
 
 
