@@ -9,8 +9,10 @@ keep every line. `--verbose` leaves the stream alone.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import time
 from collections.abc import Callable
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -60,14 +62,31 @@ def _rebind_datatrove_sink() -> None:
         sys.modules["datatrove.utils.logging"].setup_default_logger()
 
 
+# Off a terminal (a log file, a pipe, a scheduler's capture) a progress display writes one plain line this often at
+# most: a redrawn bar there is one copy per refresh (rich's ten a second under FORCE_COLOR, tqdm's on every update).
+PLAIN_PROGRESS_SECONDS = 5.0
+
+
+def plain_progress_off_terminal() -> None:
+    """Off a terminal, tqdm bars (datatrove's readers' "Document progress", in this process and the task processes it
+    starts) write at most every PLAIN_PROGRESS_SECONDS: tqdm reads TQDM_MININTERVAL for its default. A value the user
+    set stays."""
+    if not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_MININTERVAL", f"{PLAIN_PROGRESS_SECONDS:g}")
+
+
 class ProgressBar:
     """The one progress bar of curate's long jobs (rich, as the CLI's tables and errors): items done, the total when
     known, the rate and time left, and an optional status line (throughput, parse failures). Disabled, it does
-    nothing, so callers do not branch on `progress`. Transient: a finished bar leaves the summary, not itself."""
+    nothing, so callers do not branch on `progress`. Transient: a finished bar leaves the summary, not itself.
+    Off a terminal it is a plain line on stderr every PLAIN_PROGRESS_SECONDS at most, never one per update."""
 
     def __init__(self, label: str, total: int | None = None, enabled: bool = True, unit: str = "doc"):
         self._bar = None
-        if enabled:
+        self._plain: _PlainProgress | None = None
+        if enabled and not sys.stdout.isatty():
+            self._plain = _PlainProgress(label, total, unit)
+        elif enabled:
             # rich.progress is imported only when a bar is drawn: a plain import of curate.console stays cheap.
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -86,18 +105,46 @@ class ProgressBar:
     def advance(self, n: int = 1) -> None:
         if self._bar is not None:
             self._bar.advance(self._task, n)
+        elif self._plain is not None:
+            self._plain.advance(n)
 
     def status(self, text: str) -> None:
         if self._bar is not None:
             self._bar.update(self._task, status=text)
+        elif self._plain is not None:
+            self._plain.status = text
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+        self._plain = None
 
     def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _PlainProgress:
+    """ProgressBar off a terminal: `label: done/total units (rate/s) status`, a line at most every
+    PLAIN_PROGRESS_SECONDS (the first after that long, so a short run writes none)."""
+
+    def __init__(self, label: str, total: int | None, unit: str, clock: Callable[[], float] = time.monotonic):
+        self.label, self.total, self.unit, self.status = label, total, unit, ""
+        self._clock = clock
+        self._start = self._last = clock()
+        self.done = 0
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = self._clock()
+        if now - self._last < PLAIN_PROGRESS_SECONDS:
+            return
+        self._last = now
+        total = f"/{self.total:,}" if self.total is not None else ""
+        rate = self.done / max(now - self._start, 1e-9)
+        status = f" {self.status}" if self.status else ""
+        sys.stderr.write(f"{self.label}: {self.done:,}{total} {self.unit}s ({rate:,.1f}/s){status}\n")
+        sys.stderr.flush()

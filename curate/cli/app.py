@@ -139,6 +139,9 @@ def main(
                                           "pipeline, files and stats); it is always kept under the run's _logs/.")] = False,
 ) -> None:
     """Find cognitive behaviors in text and build the datasets that teach them."""
+    from curate.console import plain_progress_off_terminal
+
+    plain_progress_off_terminal()
     if not verbose:
         from curate.console import quiet_routine_logs
 

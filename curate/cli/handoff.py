@@ -73,11 +73,13 @@ def export_dataset(job: ExportJob) -> None:
 
 @app.command("reward-path")
 def reward_path() -> None:
-    """Print the reward module verl loads (`custom_reward_function.path`; name: `compute_score`) and the rewards.
+    """Print the reward file verl loads (`reward.custom_reward_function.path`; name: `compute_score`) and the rewards.
+    The file imports the installed curate, so curate must be installed in the trainer's Python; kits name the same
+    module as pkg://curate.rewards.verl_reward.
 
     Example:
 
-        python -m verl.trainer.main_ppo custom_reward_function.path=$(curate reward-path) ...
+        python -m verl.trainer.main_ppo reward.custom_reward_function.path=$(curate reward-path) ...
     """
     from curate.rewards import REWARD_PATH, REWARDS
 

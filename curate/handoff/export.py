@@ -35,6 +35,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.console import ProgressBar
 from curate.data_cards.cards import load_snippet, render_card, reproduce_command, save_card, size_category
 from curate.errors import CurateError
 from curate.files import atomic_folder, write_text_atomic
@@ -129,15 +130,16 @@ class Exporter:
         self.prompt_column = "query" if query is not None and pa.types.is_string(query) else "question"
         needed = {"verl": ["question", "data_source"], "trl": ["question", "data_source"],
                   "openrlhf": ["question", "data_source"], "sft": ["question"], "cpt": []}[target]
-        missing = [c for c in needed if c not in schema.names]
+        missing = [f"`{c}`" for c in needed if c not in schema.names]
         if target in ("verl", "trl", "openrlhf") and self.gold is None:
-            missing.append("ground_truth or answer")
+            missing.append("a ground truth (`ground_truth` or `answer`)")
         if target == "sft" and self.completion is None:
-            missing.append(f"a completion column ({' / '.join(COMPLETION_COLUMNS)})")
+            missing.append(f"a completion ({' / '.join(f'`{c}`' for c in COMPLETION_COLUMNS)})")
         if target == "cpt" and "text" not in schema.names and not ("question" in schema.names and self.completion):
-            missing.append("text (or question plus a completion column)")
+            missing.append("`text` (or `question` and a completion)")
         if missing:
-            raise ExportError(f"the dataset has no {', '.join(missing)} column; {target} needs it")
+            raise ExportError(f"{target} needs columns the dataset lacks: {'; '.join(missing)} "
+                              f"(it has {', '.join(schema.names)})")
         used = {"question", "answer", "ground_truth", "data_source", "ability", "id", "prompt", "text", "split", "index",
                 self.completion, self.prompt_column}
         self.extra = [f for f in schema if f.name not in used and any(test(f.type) for test in SCALAR)]
@@ -266,14 +268,12 @@ def output_identity(dataset: str | Path, target: str, instruction: str | None, s
 
 
 def _export_files(files, exporters, target, output, staged, batch_size, progress) -> ExportResult:
-    from rich.progress import Progress
-
     result = ExportResult(output=output, target=target)
     total = sum(pq.ParquetFile(f).metadata.num_rows for _, f in files)
     split_index: Counter = Counter()
     split_files: Counter = Counter()  # shards are numbered within their split: train-00000 is the first train file
-    with open(staged["rejects"] / "export.jsonl", "w") as rejects, Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"export → {target}", total=total)
+    with (open(staged["rejects"] / "export.jsonl", "w") as rejects,
+          ProgressBar(f"export → {target}", total=total, enabled=progress, unit="row") as bar):
         for (split, path), exporter in zip(files, exporters, strict=True):
             source = pq.ParquetFile(path)
             destination = staged["data"] / f"{split}-{split_files[split]:05d}.parquet"
@@ -293,13 +293,14 @@ def _export_files(files, exporters, target, output, staged, batch_size, progress
                     if rows:
                         writer.write_table(pa.Table.from_pylist(rows, schema=exporter.schema))
                     result.rows[split] += len(rows)
-                    bar.advance(task, batch.num_rows)
+                    bar.advance(batch.num_rows)
             result.files.append(destination)
     return result
 
 
 USAGE = {
-    "verl": "data.train_files={train}  custom_reward_function.path=$(curate reward-path)  custom_reward_function.name=compute_score",
+    "verl": "data.train_files={train}  reward.custom_reward_function.path=pkg://curate.rewards.verl_reward  "
+            "reward.custom_reward_function.name=compute_score",
     "trl": "GRPOTrainer(..., train_dataset=load_dataset('parquet', data_dir='{data}')['train'], "
            "reward_funcs=[curate.rewards.trl_reward()])",
     "openrlhf": "--prompt_data {data} --input_key input --label_key label --apply_chat_template",

@@ -149,6 +149,8 @@ class HandoffJob:
     instruction: str | None = option("Appended to every prompt; default: the reward's own instruction; '' for none.",
                                      default=None)
     system: str | None = option("System message before every prompt.", default=None)
+    tokenizer: str | None = option("The policy's tokenizer (hub name or local directory): counts the longest prompt "
+                                   "for verl's data.max_prompt_length; default: a bound from its bytes.", default=None)
     overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
 
 

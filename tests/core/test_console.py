@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from curate.console import RoutineLogFilter
 from tests.support.shared import DEFAULT_CUES
 
 CURATE = str(Path(sys.executable).parent / "curate")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_filter_drops_routine_loguru_messages_and_passes_warnings_and_other_text():
@@ -67,3 +69,32 @@ def test_the_filter_passes_other_errors():
     logger.error("a server failed to start")
     logger.remove(sink)
     assert "a server failed to start" in stream.getvalue()
+
+
+def test_progress_off_a_terminal_is_a_plain_line_every_few_seconds_not_one_per_update(capsys):
+    from curate.console import PLAIN_PROGRESS_SECONDS, _PlainProgress
+
+    now = [0.0]
+    progress = _PlainProgress("chains", total=1200, unit="chain", clock=lambda: now[0])
+    for _ in range(48):  # 48 updates over 12 s
+        now[0] += 0.25
+        progress.advance(25)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == int(12 / PLAIN_PROGRESS_SECONDS)
+    assert lines[0] == "chains: 500/1,200 chains (100.0/s)"
+
+
+def test_a_forced_colour_pipe_gets_no_redrawn_bar_and_tqdm_is_slowed_to_match(tmp_path):
+    # FORCE_COLOR (CI runners set it) made rich redraw the bar ten times a second into the log.
+    script = ("import os, time\n"
+              "from curate.console import ProgressBar, plain_progress_off_terminal\n"
+              "plain_progress_off_terminal()\n"
+              "print(os.environ['TQDM_MININTERVAL'])\n"
+              "with ProgressBar('chains', total=200, unit='chain') as bar:\n"
+              "    for _ in range(200):\n"
+              "        bar.advance(); time.sleep(0.005)\n")
+    environment = {**os.environ, "FORCE_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    environment.pop("TQDM_MININTERVAL", None)
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "5\n" and done.stderr == ""  # a 1 s run: under one interval, so no line at all

@@ -4,6 +4,7 @@ run SFT (priming export) and GRPO (RL export, registry reward) for two steps on 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 import yaml
 
 from curate.handoff.kits import HandoffError, run_handoff
-from curate.rewards import REWARD_PATH, compute_score
+from curate.rewards import compute_score
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,8 +35,15 @@ def test_verl_kit_points_at_the_export_and_the_registry_reward(priming, tmp_path
     out = tmp_path / "kit"
     result = run_handoff(priming, "verl", out, progress=False)
     fragment = yaml.safe_load((out / "verl.yaml").read_text())
-    assert fragment["custom_reward_function"] == {"path": str(REWARD_PATH.resolve()), "name": "compute_score"}
+    # The keys verl 0.9.1's main_ppo reads (a top-level custom_reward_function is ignored there).
+    assert "custom_reward_function" not in fragment
+    assert fragment["reward"]["custom_reward_function"] == {"path": "pkg://curate.rewards.verl_reward",
+                                                            "name": "compute_score"}
     assert fragment["data"]["prompt_key"] == "prompt" and fragment["data"]["reward_fn_key"] == "data_source"
+    # No tokenizer given: the limit bounds every prompt by its bytes, and overlong prompts are dropped, never cut.
+    longest = max(sum(len(m["content"].encode()) for m in row["prompt"])
+                  for row in pq.read_table(out / "rl" / "data").to_pylist())
+    assert fragment["data"]["max_prompt_length"] >= longest and fragment["data"]["filter_overlong_prompts"] is True
     train, val = fragment["data"]["train_files"], fragment["data"]["val_files"]
     assert train and val and train != val and all(Path(f).is_file() for f in train + val)
     assert "curate/countdown: 8 rows" in (out / "verl.yaml").read_text()
@@ -43,7 +51,8 @@ def test_verl_kit_points_at_the_export_and_the_registry_reward(priming, tmp_path
 
     script = (out / "run_verl.sh").read_text()
     assert os.access(out / "run_verl.sh", os.X_OK) and subprocess.run(["bash", "-n", str(out / "run_verl.sh")]).returncode == 0
-    assert f"custom_reward_function.path={REWARD_PATH.resolve()}" in script and f"data.train_files=[{train[0]}]" in script
+    assert "reward.custom_reward_function.path=pkg://curate.rewards.verl_reward" in script
+    assert f"data.train_files=[{train[0]}]" in script
 
     # The export carries the structured Countdown ground truth, and the reward verl will call accepts the
     # priming completions that the builder checked as correct.
@@ -56,12 +65,59 @@ def test_verl_kit_points_at_the_export_and_the_registry_reward(priming, tmp_path
         assert score == float(original["answer_correct"])
 
 
+@pytest.fixture(scope="module")
+def multihop(tmp_path_factory):
+    from curate.builders.multihop import run_multihop
+    from curate.pipelines.readers import InputSpec
+    from tests.support.shared import NATALIA_A, NATALIA_Q
+
+    root = tmp_path_factory.mktemp("multihop")
+    (root / "problems.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "nat", "question": NATALIA_Q, "answer": NATALIA_A},
+        {"id": "bags", "question": "Sam has 4 bags of 7 apples. How many apples?", "answer": "<<4*7=28>>28\n#### 28"},
+    ]))
+    run_multihop(InputSpec(path=str(root / "problems.jsonl"), text_key="question"), root / "ds", n=3, hops=(2, 2),
+                 seed=1, progress=False)
+    return root / "ds"
+
+
+def test_readme_handoff_lines_work_as_written_on_a_multihop_dataset(multihop, tmp_path, monkeypatch):
+    """README's hand-off lines (export, then handoff of the dataset), run by the CLI in a folder laid out as README
+    has it: a multi-hop set, with its full/half/single splits and no train split, gets one verl kit per split."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from curate.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(multihop, tmp_path / "datasets" / "multihop")
+    readme = (ROOT / "README.md").read_text()
+    lines = [line.split("#")[0].split() for line in readme.splitlines()
+             if line.startswith(("curate export datasets/multihop ", "curate handoff "))]
+    assert [words[1] for words in lines] == ["export", "handoff"]
+    for words in lines:
+        done = CliRunner().invoke(app, words[1:])
+        assert done.exit_code == 0, (words, done.output)
+    kit = tmp_path / "kits" / "multihop"
+    assert sorted(p.name for p in kit.glob("run_verl*.sh")) == [f"run_verl_{s}.sh" for s in ("full", "half", "single")]
+    for split in ("full", "half", "single"):
+        fragment = yaml.safe_load((kit / f"verl_{split}.yaml").read_text())
+        assert [Path(f).name for f in fragment["data"]["train_files"]] == [f"{split}-00000.parquet"]
+
+    # The export itself is not a dataset to hand off: the error names the dataset to use instead.
+    refused = CliRunner().invoke(app, ["handoff", "exports/multihop-verl", "--trainer", "verl", "-o", "kits/x"])
+    assert refused.exit_code == 2
+    assert f"curate handoff {(tmp_path / 'datasets' / 'multihop').resolve()} --trainer verl" in refused.output
+
+
 def test_a_dataset_without_rl_or_sft_columns_is_a_clear_error(tmp_path):
     ds = tmp_path / "ds"
     (ds / "data").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist([{"id": "a", "text": "just text"}]), ds / "data" / "train-00000.parquet")
-    with pytest.raises(HandoffError, match="nothing to hand off"):
+    with pytest.raises(HandoffError, match="nothing to hand off") as refused:
         run_handoff(ds, "trl", tmp_path / "kit", progress=False)
+    assert "sft needs columns the dataset lacks: `question`; a completion (`completion` / " in str(refused.value)
     with pytest.raises(HandoffError, match="unknown trainer"):
         run_handoff(ds, "deepspeed", tmp_path / "kit", progress=False)
 
