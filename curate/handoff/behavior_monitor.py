@@ -167,9 +167,12 @@ class BehaviorMonitor:
     def _figures_to_log(self, job: tuple) -> dict[str, float]:
         if not self.asynchronous:
             return self.measure(*job)
-        # GRPOTrainer calls a synchronous reward from its main thread, one batch at a time: no lock needed.
-        previous, self._pending = self._pending, self._executor.submit(self.measure, *job)
-        return {} if previous is None else previous.result()
+        # GRPOTrainer calls a synchronous reward from its main thread, one batch at a time: no lock needed. The
+        # previous batch's figures are collected before this batch is handed over, so that the worker thread, which
+        # holds the GIL while it classifies, starts only as the reward call returns.
+        figures = {} if self._pending is None else self._pending.result()
+        self._pending = self._executor.submit(self.measure, *job)
+        return figures
 
     def close(self) -> None:
         """Waits for the batch still being classified and stops the worker thread."""
