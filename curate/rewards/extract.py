@@ -33,8 +33,9 @@ FINAL_ANSWER = re.compile(r"final\s+answer\**\s*(?:" + _STATES + r"|:|=)?\s*\**\
 ANSWER_IS = re.compile(r"\banswer\**\s*(?:" + _STATES + r"|:|=)\s*\**\s*:?", re.IGNORECASE)
 # GSM8K's reference solutions end in "#### 18", its model solutions in "A: 18".
 GSM8K_LINE = re.compile(r"^[ \t]*(?:####|A:)[ \t]*(?P<answer>\S[^\n]*)$", re.MULTILINE)
-# `$...$` with `\$` (an escaped dollar, a currency sign) inside, or `\(...\)`, `\[...\]`, `$$...$$`.
-INLINE_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]",
+# `$...$` with `\$` (an escaped dollar, a currency sign) inside, on one line (a lone "$1250" is money, not the start
+# of a span that runs on over paragraphs), or `\(...\)`, `\[...\]`, `$$...$$`.
+INLINE_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$((?:[^$\\\n]|\\.)+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]",
                          re.DOTALL)
 LEADING_MATH = re.compile(r"\s*(?:" + INLINE_MATH.pattern + r")", re.DOTALL)
 BARE_VALUE = re.compile(r"^\s*(?:-?\$?\s*-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?\s*%?|-?\.\d+)\s*\.?\s*$")
@@ -46,7 +47,7 @@ MAX_BOX_GAP = 40
 _VERDICT_WORDS = re.compile(r"(?:(?:probably|definitely|indeed|still|also)\s+)?(?:in)?correct|right|wrong|yes|no|"
                             r"(?:as\s+)?(?:follows|above|below)", re.IGNORECASE)
 MAX_ANSWER_CHARS = 1_000
-_SENTENCE_END = re.compile(r"(?<![\d\\])\.(?=\s|$)|。|\n|\bI hope\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<!\\)\.(?=\s|$)|。|\n|\bI hope\b", re.IGNORECASE)
 # "The largest $n$ is 34", "the values are 1 and 2": a statement that names what it answers before its verb.
 _NAMED_ANSWER = re.compile(r"^(?:the|a|an|our|its|their|so|thus|therefore|hence)\b.*?\b(?:is|are|equals)\b\s+(?P<value>.+)$",
                            re.IGNORECASE | re.DOTALL)
@@ -144,6 +145,8 @@ def clean_answer(answer: str) -> str:
                 if not inner.endswith("\\"):  # `$5\$`: an escaped dollar, not a closing one
                     answer = inner.strip()
         answer = re.sub(r"[.。,;]\s*$", "", answer).strip()
+        if answer.startswith("$") and answer.count("$") == 1:  # "$1250": a currency sign, not a math delimiter
+            answer = answer[1:].strip()
         if answer == before:
             break
     return answer

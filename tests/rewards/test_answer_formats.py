@@ -156,3 +156,10 @@ def test_audit_false_negatives_fixed(response, gold, expected):
 ])
 def test_answer_should_be_and_repeating_decimals(response, gold, expected):
     assert score("curate/math", response, gold) == expected
+
+
+def test_a_dollar_sign_is_not_a_math_span_across_lines():
+    # [Sky-T1 MATH-500 trace 273]: money written with a lone "$" ends its sentence at the line's end
+    response = "I think the answer is $1250.\n\nWait a minute, but is there any other factor? No, it costs $3."
+    assert extract_answer(response) == "1250"
+    assert score("curate/math", response, "1250") == 1.0
