@@ -22,7 +22,7 @@ logged as the completions table's `ground_truth` column (with `log_completions=T
 `curate audit-policy --rollouts OUTPUT_DIR` can later read each Countdown completion below its problem.
 
 Classifying a batch costs far more than scoring it (bench/monitor_cost.py), so by default the monitor classifies in
-a background thread while the trainer goes on: the figures of generation batch k are logged with batch k+1 (and
+a worker process while the trainer goes on: the figures of generation batch k are logged with batch k+1 (and
 `behaviors/step` says which step they describe); the last batch of a run is classified but has no later batch to
 be logged with. `BehaviorMonitor(asynchronous=False)` classifies in the reward call and logs each batch's figures
 with it, at the reward step's cost.
@@ -37,8 +37,9 @@ from `curate audit-policy --rollouts ROLLOUT_DATA_DIR`.
 from __future__ import annotations
 
 import json
+import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from functools import lru_cache
 
 from curate.behaviors import BEHAVIOR_NAMES
@@ -118,24 +119,36 @@ def _ground_truths(n: int, solution: list | None, reward_model: list | None) -> 
     return [None] * n
 
 
+def measure_batch(labeller, step: int | None, outputs: list[str], ground_truths: list[object],
+                  scores: list[float | None], lengths: list[int] | None) -> dict[str, float]:
+    """One generation batch's figures, with the step they describe (`behaviors/step`)."""
+    figures = batch_figures(classify_outputs(labeller, outputs, ground_truths), scores, lengths)
+    if step is not None:
+        figures[f"{PREFIX}/step"] = float(step)
+    return figures
+
+
+def _measure_in_worker(classifier: str, *job) -> dict[str, float]:
+    return measure_batch(_cached_classifier(classifier), *job)
+
+
 class BehaviorMonitor:
     """Behavior metrics for a TRL GRPOTrainer run; see the module's docstring. `classifier`: any batch classifier by
-    name (`cues`, CPU, no server)."""
+    name (`cues`, CPU, no server).
+
+    Asynchronous (the default), the batches are classified one at a time, in the order they were generated, by one
+    worker process of its own: a thread would hold the GIL while it classifies, and the trainer's own Python ran at
+    half speed beside one (bench/monitor_cost.py). The process is spawned, so that it inherits no CUDA state or
+    locks of the trainer's threads; as for PyTorch's DataLoader workers, the training script's entry point must then
+    sit under `if __name__ == "__main__":`."""
 
     def __init__(self, classifier: str = "cues", asynchronous: bool = True):
-        self.labeller = batch_classifier(classifier)
+        self.labeller = batch_classifier(classifier)  # loaded here too: a bad name fails now, not one step later
+        self.classifier = classifier
         self.asynchronous = asynchronous
-        # One worker: batches are classified in the order they were generated, one at a time.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="behavior-monitor") if asynchronous \
-            else None
+        self._executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) \
+            if asynchronous else None
         self._pending: Future | None = None
-
-    def measure(self, step: int | None, outputs: list[str], ground_truths: list[object], scores: list[float | None],
-                lengths: list[int] | None) -> dict[str, float]:
-        figures = batch_figures(classify_outputs(self.labeller, outputs, ground_truths), scores, lengths)
-        if step is not None:
-            figures[f"{PREFIX}/step"] = float(step)
-        return figures
 
     def wrap(self, reward_func: Callable[..., list]) -> Callable[..., list]:
         """`reward_func` (a TRL reward function), returning its values unchanged, under its own name, and logging
@@ -166,16 +179,14 @@ class BehaviorMonitor:
 
     def _figures_to_log(self, job: tuple) -> dict[str, float]:
         if not self.asynchronous:
-            return self.measure(*job)
-        # GRPOTrainer calls a synchronous reward from its main thread, one batch at a time: no lock needed. The
-        # previous batch's figures are collected before this batch is handed over, so that the worker thread, which
-        # holds the GIL while it classifies, starts only as the reward call returns.
+            return measure_batch(self.labeller, *job)
+        # GRPOTrainer calls a synchronous reward from its main thread, one batch at a time: no lock needed.
         figures = {} if self._pending is None else self._pending.result()
-        self._pending = self._executor.submit(self.measure, *job)
+        self._pending = self._executor.submit(_measure_in_worker, self.classifier, *job)
         return figures
 
     def close(self) -> None:
-        """Waits for the batch still being classified and stops the worker thread."""
+        """Waits for the batch still being classified and stops the worker process."""
         if self._executor is not None:
             self._executor.shutdown(wait=True)
 
