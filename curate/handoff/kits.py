@@ -274,11 +274,22 @@ def _verl_script(overrides: dict[str, object], split: str, name: str) -> str:
 # verl launch written by `curate handoff --trainer verl` (training split: {split}).
 # Usage: MODEL=Qwen/Qwen2.5-3B ./{name} [more overrides], e.g. algorithm.adv_estimator=grpo
 # actor_rollout_ref.rollout.n=8 trainer.n_gpus_per_node=8. curate must be installed in this Python (the reward).
+# BEHAVIORS=cues ./{name} ...: the reward also returns each completion's behavior counts (off by default: it costs
+# a classification per completion), kept with every step's rollouts in ${{ROLLOUTS:-rollouts}}/, from which
+# `curate audit-policy --rollouts` draws the behaviors over the steps (docs/rl-monitor.md).
 set -euo pipefail
 : "${{MODEL:?set MODEL to the policy (hub name or local directory)}}"
+behaviors=()
+if [ -n "${{BEHAVIORS:-}}" ]; then
+    behaviors=(reward.custom_reward_function.path=pkg://curate.handoff.behavior_monitor
+               reward.custom_reward_function.name=compute_score_with_behaviors
+               "+reward.custom_reward_function.reward_kwargs.classifier=$BEHAVIORS"
+               "trainer.rollout_data_dir=${{ROLLOUTS:-rollouts}}")
+fi
 python -m verl.trainer.main_ppo \\
     {arguments} \\
     actor_rollout_ref.model.path="$MODEL" \\
+    ${{behaviors[@]+"${{behaviors[@]}}"}} \\
     "$@"
 """
 
@@ -315,6 +326,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=1e-6)
     parser.add_argument("--split", default=SPLITS[0], choices=SPLITS, help="the dataset split to train on")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU")
+    parser.add_argument("--behaviors", metavar="CLASSIFIER", default=None,
+                        help="log behavior metrics each step (behaviors/<behavior>/rate, ...) labelled by this "
+                             "classifier (cues: CPU, no server), and keep every step's completions in "
+                             "OUTPUT_DIR/completions/ for `curate audit-policy --rollouts` (docs/rl-monitor.md)")
     return parser.parse_args(argv)
 
 
@@ -326,10 +341,18 @@ def make_trainer(args: argparse.Namespace, **trainer_options) -> GRPOTrainer:
         per_device_train_batch_size=args.batch_size, num_generations=args.num_generations,
         max_completion_length=args.max_completion_length, learning_rate=args.learning_rate,
         logging_steps=1, save_strategy="no", report_to="none", use_cpu=args.cpu,
+        log_completions=bool(args.behaviors), num_completions_to_print=0,
     )
     # trl_reward() reads each row's `solution` (ground truth) and `data_source`; it returns None for a
     # completion that cannot be scored, which GRPO leaves out of the advantage.
-    return GRPOTrainer(model=args.model, reward_funcs=[trl_reward()], args=config, train_dataset=train,
+    reward = trl_reward()
+    if args.behaviors:
+        from curate.handoff.behavior_monitor import BehaviorMonitor
+
+        # The reward's values and name stay as they are; the monitor logs beside them (one step late: it classifies
+        # in a worker process while the trainer goes on).
+        reward = BehaviorMonitor(args.behaviors).wrap(reward)
+    return GRPOTrainer(model=args.model, reward_funcs=[reward], args=config, train_dataset=train,
                        **trainer_options)
 
 

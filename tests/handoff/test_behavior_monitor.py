@@ -45,20 +45,34 @@ def expected_figures(outputs: list[str], problems: list[dict | None], scores: li
     return figures
 
 
-def verl_reward_worker(model: Path):
-    """verl 0.9.1's reward loop worker on its own ppo_trainer config, composed with the overrides that switch the
-    monitor on (docs/rl-monitor.md), as main_ppo composes it."""
+def kit_launch_arguments(kit: Path, model: Path, tmp_path: Path, **env: str) -> list[str]:
+    """The arguments the kit's run_verl.sh, run by bash, hands `python -m verl.trainer.main_ppo`: a `python` first on
+    PATH writes them down instead of starting verl."""
+    import os
+    import subprocess
+
+    bin_dir, argv = tmp_path / "bin", tmp_path / "argv.txt"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "python").write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGV_FILE"\n')
+    (bin_dir / "python").chmod(0o755)
+    subprocess.run(["bash", str(kit / "run_verl.sh")], check=True, env={
+        **os.environ, **env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "MODEL": str(model), "ARGV_FILE": str(argv)})
+    words = argv.read_text().splitlines()
+    assert words[:2] == ["-m", "verl.trainer.main_ppo"]
+    return words[2:]
+
+
+def verl_reward_worker(overrides: list[str]):
+    """verl 0.9.1's reward loop worker on its own ppo_trainer config composed with `overrides`, as main_ppo
+    composes it."""
     import verl
     from hydra import compose, initialize_config_dir
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
-        config = compose("ppo_trainer", overrides=[
-            f"actor_rollout_ref.model.path={model}",
-            "reward.custom_reward_function.path=pkg://curate.handoff.behavior_monitor",
-            "reward.custom_reward_function.name=compute_score_with_behaviors",
-            "+reward.custom_reward_function.reward_kwargs.classifier=cues"])
-    return RewardLoopWorker(config)
+        config = compose("ppo_trainer", overrides=overrides)
+    assert config.reward.custom_reward_function.name == "compute_score_with_behaviors"
+    return RewardLoopWorker(config), config
 
 
 def verl_batch(tokenizer, responses: list[str], ground_truths: list[dict]):
@@ -85,13 +99,24 @@ def test_verl_reward_loop_carries_behavior_counts_to_its_rollout_files_and_valid
     from transformers import AutoTokenizer
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
+    from curate.handoff.kits import run_handoff
+    from curate.handoff.policy_audit import write_task_prompts
     from tests.support.tiny_model import make_tiny_chat_model
 
     model = make_tiny_chat_model(tmp_path / "model")
     tokenizer = AutoTokenizer.from_pretrained(model)
-    worker = verl_reward_worker(model)
-    traces = countdown_traces(24)
+    # The kit switches the monitor on with BEHAVIORS; without it, the plain reward and no rollout files.
+    kit = tmp_path / "kit"
+    run_handoff(write_task_prompts("countdown", 2, 0, tmp_path / "prompts"), "verl", kit, progress=False)
+    plain = kit_launch_arguments(kit, model, tmp_path)
+    assert "reward.custom_reward_function.name=compute_score" in plain
+    assert not any("behavior" in word or "rollout_data_dir" in word for word in plain)
     rollouts = tmp_path / "rollouts"
+    worker, config = verl_reward_worker(kit_launch_arguments(kit, model, tmp_path, BEHAVIORS="cues",
+                                                             ROLLOUTS=str(rollouts)))
+    assert config.trainer.rollout_data_dir == str(rollouts)
+    assert config.reward.custom_reward_function.reward_kwargs.classifier == "cues"
+    traces = countdown_traces(24)
     by_step = {}
     for step, start in ((1, 0), (2, 8), (10, 16)):  # file names sort as text otherwise: 10 before 2
         chunk = traces[start:start + 8]
@@ -115,9 +140,9 @@ def test_verl_reward_loop_carries_behavior_counts_to_its_rollout_files_and_valid
             assert metrics[f"val-aux/curate/countdown/behavior_{b}/mean@1"] == pytest.approx(sum(counts) / 8)
             assert metrics[f"val-aux/curate/countdown/behavior_{b}_shown/mean@1"] == pytest.approx(
                 sum(c > 0 for c in counts) / 8)
-        # ... and its rollout dump, as it writes it after each step with trainer.rollout_data_dir set.
+        # ... and its rollout dump, as it writes it after each step into trainer.rollout_data_dir.
         RayPPOTrainer._write_generations([f"prompt {i}" for i in range(8)], outputs, gts, scores, extras,
-                                         str(rollouts), step)
+                                         config.trainer.rollout_data_dir, step)
         by_step[step] = (outputs, gts, scores)
     assert sorted(p.name for p in rollouts.iterdir()) == ["1.jsonl", "10.jsonl", "2.jsonl"]
     assert "behavior_verification" in json.loads((rollouts / "1.jsonl").read_text().splitlines()[0])
