@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -265,3 +266,27 @@ def test_trl_grpo_logs_behavior_metrics_and_its_completions_redraw_them(tmp_path
         for b in BEHAVIOR_NAMES:
             assert sweep["behaviors"][b]["rate"][step - 1] == pytest.approx(logs[step + 1][f"behaviors/{b}/rate"])
         assert sweep["accuracy"][step - 1] == pytest.approx(logs[step + 1]["behaviors/accuracy"])
+
+    # The TRL kit's --behaviors wires the same monitor around curate's reward, and keeps the completions.
+    import importlib.util
+
+    from curate.handoff.kits import run_handoff
+    from curate.handoff.policy_audit import write_task_prompts
+
+    kit = tmp_path / "kit"
+    run_handoff(write_task_prompts("countdown", 2, 0, tmp_path / "prompts"), "trl", kit, progress=False)
+    spec = importlib.util.spec_from_file_location("kit_train_grpo", kit / "train_grpo.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    kit_trainer = script.make_trainer(script.parse_args(["--model", str(model), "--cpu", "--behaviors", "cues",
+                                                         "--output-dir", str(tmp_path / "kit-run")]))
+    assert kit_trainer.args.log_completions and kit_trainer.reward_func_names == ["curate_reward"]
+    logged, extras = {}, {}
+    call = {"prompts": ["p"] * 2, "completions": [" Wait, that is wrong, let me try again."] * 2,
+            "completion_ids": [[1, 2]] * 2, "solution": [prompts[0]["ground_truth"]] * 2,
+            "data_source": ["curate/countdown"] * 2, "log_metric": logged.__setitem__,
+            "log_extra": extras.__setitem__, "trainer_state": SimpleNamespace(global_step=0)}
+    assert kit_trainer.reward_funcs[0](**call) == [0.0, 0.0] and logged == {}  # the first batch is being classified
+    kit_trainer.reward_funcs[0](**call)
+    assert logged["behaviors/backtracking/rate"] == 1.0 and logged["behaviors/step"] == 1
+    assert json.loads(extras["ground_truth"][0]) == prompts[0]["ground_truth"]
