@@ -62,14 +62,14 @@ def batch_classifier(classifier: str):
     """A classifier that labels in process (cues, distilled:DIR, a versioned name): the monitor runs beside a
     trainer, with no model server of its own."""
     try:
-        if needs_model_server(classifier):
-            raise BehaviorMonitorError(f"the behavior monitor labels in process; {classifier} needs a model server "
-                                       "(use cues, distilled:DIR or a versioned cues name)")
-        return get_classifier(classifier)
+        served = needs_model_server(classifier)
+        labeller = None if served else get_classifier(classifier)
     except (KeyError, ValueError) as error:
-        if isinstance(error, BehaviorMonitorError):
-            raise
         raise BehaviorMonitorError(str(error)) from None
+    if served:
+        raise BehaviorMonitorError(f"the behavior monitor labels in process; {classifier} needs a model server "
+                                   "(use cues, distilled:DIR or a versioned cues name)")
+    return labeller
 
 
 def classify_outputs(labeller, outputs: Sequence[str], ground_truths: Sequence[object]) -> list[dict | None]:

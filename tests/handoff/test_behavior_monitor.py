@@ -292,3 +292,22 @@ def test_trl_grpo_logs_behavior_metrics_and_its_completions_redraw_them(tmp_path
     kit_trainer.reward_funcs[0](**call)
     assert logged["behaviors/backtracking/rate"] == 1.0 and logged["behaviors/step"] == 1
     assert json.loads(extras["ground_truth"][0]) == prompts[0]["ground_truth"]
+
+
+def test_batch_figures_leave_out_what_they_cannot_measure_and_refuse_served_classifiers():
+    from curate.handoff.behavior_monitor import BehaviorMonitorError, batch_classifier, batch_figures
+
+    none = {b: 0 for b in BEHAVIOR_NAMES}
+    counts = [{**none, "verification": 2}, {**none, "verification": 1}, none, None]  # the last output was empty
+    figures = batch_figures(counts, [1.0, 0.1, 0.0, 1.0], lengths=[30, 10, 5, 0])
+    assert figures["behaviors/accuracy"] == 0.5  # 2 of 4 at the full mark; 0.1 is Countdown's format score
+    assert figures["behaviors/verification/rate"] == 2 / 3 and figures["behaviors/verification/mean_count"] == 1.0
+    assert figures["behaviors/verification/accuracy_with"] == 0.5
+    assert figures["behaviors/verification/accuracy_without"] == 0.0
+    assert (figures["behaviors/verification/length_with"], figures["behaviors/verification/length_without"]) == (20, 5)
+    assert "behaviors/backtracking/accuracy_with" not in figures  # nothing shows it: left out, not 0
+    assert figures["behaviors/backtracking/rate"] == 0.0
+    with pytest.raises(BehaviorMonitorError, match="needs a model server"):
+        batch_classifier("llm")
+    with pytest.raises(BehaviorMonitorError, match="unknown classifier"):
+        batch_classifier("no-such-classifier")
