@@ -18,8 +18,10 @@ Measured, best of `--repeats` (seconds per batch):
                          reward manager calls it
   main thread Python     a fixed pure-Python workload on the main thread, alone and while the monitor's worker
                          process classifies a batch: the worker uses a CPU core of its own while the trainer goes on,
-                         and no GIL of the trainer's (a worker thread, measured first, slowed that workload 0.46 s ->
-                         0.90 s, which is why the worker is a process)
+                         and none of the trainer's GIL. On a host whose cores are all busy (this 2-core one, shared)
+                         the workload slows about 2x beside a worker thread and beside a worker process alike
+                         (0.23 s -> 0.45 s both): the core is what is missing there. A thread would also hold the
+                         trainer's GIL, which a process does not, on a host with cores to spare as much as here
 """
 
 from __future__ import annotations

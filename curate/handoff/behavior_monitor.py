@@ -137,10 +137,12 @@ class BehaviorMonitor:
     name (`cues`, CPU, no server).
 
     Asynchronous (the default), the batches are classified one at a time, in the order they were generated, by one
-    worker process of its own: a thread would hold the GIL while it classifies, and the trainer's own Python ran at
-    half speed beside one (bench/monitor_cost.py). The process is spawned, so that it inherits no CUDA state or
-    locks of the trainer's threads; as for PyTorch's DataLoader workers, the training script's entry point must then
-    sit under `if __name__ == "__main__":`."""
+    worker process of its own: a thread would hold the trainer's GIL for the seconds a batch takes (the classifier
+    is Python, regular expressions and Cython that keep it), slowing the trainer's own Python even where cores are
+    free. It takes a core all the same: on a host with none to spare the trainer's Python slows about 2x beside it,
+    as beside a thread (bench/monitor_cost.py). The process is spawned, so that it inherits no CUDA state or locks
+    of the trainer's threads; as for PyTorch's DataLoader workers, the training script's entry point must then sit
+    under `if __name__ == "__main__":`."""
 
     def __init__(self, classifier: str = "cues", asynchronous: bool = True):
         self.labeller = batch_classifier(classifier)  # loaded here too: a bad name fails now, not one step later
