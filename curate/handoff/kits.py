@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import yaml
 
 from curate.errors import CurateError
 from curate.files import atomic_path
-import yaml
-
 from curate.handoff.export import ExportError, ExportResult, output_identity, run_export
 from curate.handoff.jobs import HandoffJob
 from curate.hf_tokenizers import load_tokenizer
