@@ -149,8 +149,10 @@ def test_a_reader_labels_by_keyboard_reloads_resumes_and_calibrate_reads_those_l
         wait_for_text(browser, "#progress", "0 of 8 read")
         given = label_documents(browser, DECISIONS[:3], first=0)
         if screenshot := os.environ.get("CURATE_REVIEW_SCREENSHOT"):
-            browser.set_window_size(1280, 800)
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",  # the page itself at 1280x800
+                                    {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
             browser.save_screenshot(screenshot)
+            browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         browser.refresh()  # a closed or reloaded tab loses nothing and goes on at the first unread document
         wait_for_text(browser, "#progress", "3 of 8 read")
         assert shown_id(browser) not in given
