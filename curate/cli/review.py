@@ -49,10 +49,12 @@ def calibrate(job: CalibrateJob) -> None:
     Example:
 
         curate calibrate --labels review/labels.jsonl --tags tags/cues_ngram_v1 -o calibration/
+
+        curate calibrate --labels review/labels.jsonl --tags tags/cues_ngram_v1 -o calibration/ --card datasets/bt
     """
     from curate.review.calibrate import calibrate as run_calibrate
 
-    report = run_calibrate(job.labels, job.tags, job.output, job.resamples, job.seed)
+    report = run_calibrate(job.labels, job.tags, job.output, job.resamples, job.seed, job.card)
 
     def cell(f: dict) -> str:
         if f["value"] is None:
@@ -72,7 +74,8 @@ def calibrate(job: CalibrateJob) -> None:
         console.print(f"[yellow]left out: {report['left_out_error_rows']} labeled documents whose tags hold an "
                       "error[/]")
     console.print(f"report → {job.output / 'calibration.json'}"
-                  + (f"; plot → {job.output / 'pr_curve.png'}" if (job.output / "pr_curve.png").exists() else ""))
+                  + (f"; plot → {job.output / 'pr_curve.png'}" if (job.output / "pr_curve.png").exists() else "")
+                  + (f"; card → {job.card / 'README.md'}" if job.card else ""))
 
 
 @app.command()

@@ -26,6 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from curate.behaviors import BEHAVIOR_NAMES
+from curate.data_cards.cards import update_card_section
 from curate.files import atomic_open, atomic_path
 from curate.pipelines.query import attribute_shards, open_shards
 from curate.review.labels import UserLabel, read_labels
@@ -144,8 +145,12 @@ def figure(value, low, high) -> dict:
     return {"value": value, "ci_low": low, "ci_high": high}
 
 
-def calibrate(labels_path: Path, tags: Path, output: Path, resamples: int = 2000, seed: int = 0) -> dict:
-    """Writes OUTPUT/calibration.json and OUTPUT/pr_curve.png (when the tags carry scores); returns the report."""
+def calibrate(labels_path: Path, tags: Path, output: Path, resamples: int = 2000, seed: int = 0,
+              card: Path | None = None) -> dict:
+    """Writes OUTPUT/calibration.json and OUTPUT/pr_curve.png (when the tags carry scores), and the figures into the
+    card of the dataset `card` when given; returns the report."""
+    if card is not None and not (card / "README.md").exists():
+        raise ReviewError(f"{card} holds no README.md card: give a dataset `curate build` wrote from these tags")
     joined = join(read_labels(labels_path), tags)
     weighted = joined.strata is not None
     rows = bootstrap_rows(joined.strata, len(joined.ids), resamples, seed)
@@ -181,7 +186,29 @@ def calibrate(labels_path: Path, tags: Path, output: Path, resamples: int = 2000
         sink.write(json.dumps(report, indent=1) + "\n")
     if joined.scores is not None:
         plot_curves(behaviors, output / "pr_curve.png", joined.classifier)
+    if card is not None:
+        update_card_section(card, CARD_SECTION, card_section(report, output / "calibration.json"))
     return report
+
+
+CARD_SECTION = "calibration"
+
+
+def card_section(report: dict, path: Path) -> str:
+    """The figures as a dataset card's section: what a reader of the dataset needs to weigh its labels."""
+    def cell(f: dict) -> str:
+        return "-" if f["value"] is None else f"{f['value']:.2f} [{f['ci_low']:.2f}, {f['ci_high']:.2f}]"
+
+    how = ("weighted back to the corpus by the review's sampling design" if report["weighted"]
+           else "plain figures (the labels came without a sampling design)")
+    lines = ["## Labels checked on this corpus", "",
+             f"A reader labeled {report['documents']} documents of this corpus (`curate review`); against those labels "
+             f"`{report['classifier']}` measures as below, {how}, with 95 % intervals ({report['interval']}). "
+             f"Full report: `{path}`.", "",
+             "| behavior | precision | recall | F1 | labeled present |", "|---|---|---|---|---|"]
+    lines += [f"| {b} | {cell(d['precision'])} | {cell(d['recall'])} | {cell(d['f1'])} | {d['n_labeled_present']} |"
+              for b, d in report["behaviors"].items()]
+    return "\n".join(lines)
 
 
 def error_bar(f: dict) -> list[list[float]]:

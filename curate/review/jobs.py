@@ -35,6 +35,8 @@ class CalibrateJob:
     labels: Path = option("Labels (JSON lines: id, labels {behavior: 0/1}; what `curate review` writes).")
     tags: Path = option("The attribute shards the labeled documents were tagged into (e.g. tags/cues_ngram_v1).")
     output: Path = option("Folder for calibration.json and pr_curve.png.", "--output", "-o", panel=OUTPUT_PANEL)
+    card: Path | None = option("A dataset built from these tags: its card (README.md) gets the figures.", default=None,
+                               panel=OUTPUT_PANEL)
     resamples: int = option("Bootstrap resamples for the weighted and F1 intervals.", default=2000, min=100)
     seed: int = option("Seed of the bootstrap.", default=0)
 

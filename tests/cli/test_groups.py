@@ -87,7 +87,7 @@ OUTPUT_OPTIONS = {
     "dedup": {"output", "overwrite"}, "decontam": {"output", "overwrite"}, "export": {"output", "overwrite"},
     "filter-passrate": {"output", "overwrite"}, "handoff": {"output", "overwrite"}, "audit-policy": {"output"},
     "audit-verifier": {"output", "overwrite", "report", "plot", "verdicts"},
-    "review": {"output"}, "calibrate": {"output"}, "adapt": {"models"},
+    "review": {"output"}, "calibrate": {"output", "card"}, "adapt": {"models"},
 }
 
 

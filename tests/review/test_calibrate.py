@@ -143,3 +143,33 @@ def test_a_line_cut_by_a_crash_is_dropped_and_the_next_label_starts_a_line_of_it
     assert list(labels.labeled) == ["a"]
     labels.append({"id": "c", "labels": {"backtracking": 1}})
     assert [label.id for label in read_labels(path)] == ["a", "c"]
+
+
+def test_the_card_of_a_dataset_built_from_the_tags_carries_the_figures_once(tmp_path):
+    from curate.behaviors import Behavior
+    from curate.builders.behavior import run_build
+    from curate.data_cards.cards import check_card
+    from curate.pipelines.query import Selection
+    from curate.pipelines.readers import InputSpec
+    from tests.support.shared import DOCS
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in DOCS))
+    built = run_build(InputSpec(str(corpus)), tmp_path / "built", Selection(behaviors=[Behavior.BACKTRACKING]),
+                      progress=False).output
+    tags = built / "tags" / "cues_ngram_v1"
+    ids = [str(i) for i, _ in DOCS]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": doc_id, "labels": {"backtracking": int(n % 2 == 0),
+                                                                   "verification": 1}}) + "\n"
+                              for n, doc_id in enumerate(ids)))
+    for _ in range(2):  # a second calibration replaces the section
+        report = calibrate(labels, tags, tmp_path / "calibration", resamples=200, card=built)
+    card = (built / "README.md").read_text()
+    assert card.count("## Labels checked on this corpus") == 1
+    figures = report["behaviors"]["verification"]["precision"]
+    row = next(line for line in card.splitlines() if line.startswith("| verification |"))
+    assert f"{figures['value']:.2f} [{figures['ci_low']:.2f}, {figures['ci_high']:.2f}]" in row
+    check_card(built / "README.md")  # still a valid Hugging Face card
+    with pytest.raises(ReviewError, match="README.md"):
+        calibrate(labels, tags, tmp_path / "calibration", card=tmp_path)
