@@ -61,7 +61,8 @@ class HandoffResult:
     files: list[Path] = field(default_factory=list)
     data_sources: Counter = field(default_factory=Counter)
     skipped: dict[str, str] = field(default_factory=dict)  # part -> why it was not written
-    prompt_tokens: int | None = None  # the longest RL prompt with the chat template: counted, or bounded (below)
+    # per RL export file, its longest prompt with the chat template: counted, or bounded (longest_prompts)
+    prompt_tokens: dict[str, int] = field(default_factory=dict)
     tokenizer: str | None = None  # what counted prompt_tokens; None: a byte bound
 
 
@@ -139,7 +140,7 @@ def run_handoff(dataset: str | Path, trainer: str, output: str | Path, instructi
         raise HandoffError("nothing to hand off: " + "; ".join(f"{p}: {why}" for p, why in result.skipped.items()))
     if "rl" in result.exports:
         result.data_sources = _data_sources(result.exports["rl"])
-        result.prompt_tokens = longest_prompt(result.exports["rl"], tokenizer)
+        result.prompt_tokens = longest_prompts(result.exports["rl"], tokenizer)
     if trainer == "verl":
         result.files += _verl_kit(result)
     else:
@@ -148,9 +149,10 @@ def run_handoff(dataset: str | Path, trainer: str, output: str | Path, instructi
     return result
 
 
-def longest_prompt(export: ExportResult, tokenizer: str | None) -> int:
-    """The longest prompt of the export in tokens, as verl counts it (the chat template applied, with the generation
-    prompt), under `tokenizer`; without one, a bound that no byte-level tokenizer exceeds (TEMPLATE_TOKENS_BOUND)."""
+def longest_prompts(export: ExportResult, tokenizer: str | None) -> dict[str, int]:
+    """Each export file's longest prompt in tokens (by file name), as verl counts it (the chat template applied, with
+    the generation prompt), under `tokenizer`; without one, a bound no byte-level tokenizer exceeds
+    (TEMPLATE_TOKENS_BOUND)."""
     if tokenizer is not None:
         counter = load_tokenizer(tokenizer)
         if not counter.chat_template:
@@ -165,14 +167,9 @@ def longest_prompt(export: ExportResult, tokenizer: str | None) -> int:
         def length(messages: list[dict]) -> int:
             return sum(len((m.get("content") or "").encode()) for m in messages) + TEMPLATE_TOKENS_BOUND
 
-    longest = 0
-    for path in export.files:
-        column = "prompt" if "prompt" in pq.read_schema(path).names else None
-        if column is None:
-            continue
-        for messages in pq.read_table(path, columns=[column]).column(column).to_pylist():
-            longest = max(longest, length(messages))
-    return longest
+    return {path.name: max(map(length, pq.read_table(path, columns=["prompt"]).column("prompt").to_pylist()),
+                           default=0)
+            for path in export.files}
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -204,7 +201,7 @@ def verl_overrides(result: HandoffResult, split: str = "train") -> dict[str, obj
         "data.reward_fn_key": "data_source",
         # verl pads every prompt to this and cuts a longer one at rollout from the left, losing the problem's start;
         # filtering drops a prompt a policy's tokenizer makes longer than the count here, with a line in verl's log.
-        "data.max_prompt_length": result.prompt_tokens,
+        "data.max_prompt_length": max(result.prompt_tokens[Path(f).name] for f in train + val),
         "data.filter_overlong_prompts": True,
         "reward.custom_reward_function.path": REWARD_MODULE,
         "reward.custom_reward_function.name": "compute_score",
@@ -231,8 +228,8 @@ def _nested(overrides: dict[str, object]) -> dict:
 
 def _length_note(result: HandoffResult) -> str:
     if result.tokenizer:
-        return f"the longest prompt is {result.prompt_tokens:,} tokens under {result.tokenizer}'s chat template"
-    return (f"{result.prompt_tokens:,} bounds the longest prompt's tokens (its bytes plus {TEMPLATE_TOKENS_BOUND}); "
+        return f"the longest prompt of the kit's files, in tokens under {result.tokenizer}'s chat template"
+    return (f"a bound on the longest prompt's tokens (its bytes plus {TEMPLATE_TOKENS_BOUND}); "
             "`curate handoff --tokenizer POLICY` counts them exactly")
 
 
@@ -432,7 +429,7 @@ def _readme(result: HandoffResult, dataset: Path) -> str:
         run = "\n".join(
             f"MODEL=Qwen/Qwen2.5-3B ./{script.name} algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=8"
             for script in sorted(result.output.glob("run_verl*.sh"))) + "\n# or merge the verl*.yaml into your config"
-        length = f"\n`data.max_prompt_length` is {result.prompt_tokens:,}: {_length_note(result)}.\n"
+        length = f"\n`data.max_prompt_length` in each kit: {_length_note(result)}.\n"
     else:
         splits = {part: training_splits(export) for part, export in result.exports.items()}
         scripts = (("sft", "train_sft.py", "--epochs 2"), ("rl", "train_grpo.py", "--num-generations 8"))

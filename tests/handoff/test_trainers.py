@@ -175,12 +175,13 @@ def test_verl_kits_load_and_score_in_verl(built, policy, tmp_path):
         assert scores[: len(items)] == [1.0] * len(items), script.name
         assert all(score <= 0.1 for score in scores[len(items):]), (script.name, scores)
 
-    # The kit's limit is the longest prompt exactly: one token less and verl's own count drops a row.
-    tighter = config.data.max_prompt_length - 1
-    config = compose_ppo_config([*kit_overrides(scripts[0]), f"actor_rollout_ref.model.path={policy}",
-                                 f"data.max_prompt_length={tighter}"])
-    fewer = RLHFDataset(data_files=list(config.data.train_files), tokenizer=tokenizer, config=config.data)
-    assert len(fewer) < len(dataset)
+        # The limit is the longest prompt of the kit's train and val files exactly: one token less and verl's own
+        # count drops a row of them.
+        files = list(dict.fromkeys([*config.data.train_files, *config.data.val_files]))
+        tight = compose_ppo_config([*kit_overrides(script), f"actor_rollout_ref.model.path={policy}",
+                                    f"data.max_prompt_length={config.data.max_prompt_length - 1}"])
+        kept = RLHFDataset(data_files=files, tokenizer=tokenizer, config=tight.data)
+        assert len(kept) < sum(pq.ParquetFile(f).metadata.num_rows for f in files), script.name
 
 
 def _load_script(path: Path):
