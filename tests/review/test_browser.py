@@ -1,7 +1,7 @@
 """`curate review` as a person uses it: the command started as a user starts it, the page driven by keyboard in a real
 headless Chromium (Debian's chromium and chromium-driver, through selenium; no browser is downloaded), labels given,
-the page reloaded and the command restarted, and the labels file and `curate calibrate`'s figures checked against the
-keys pressed. A document full of HTML and script renders as text and runs nothing.
+the page reloaded and the command restarted, and the labels file, `curate calibrate`'s figures and `curate adapt`'s
+measure of the base classifier checked against the keys pressed. A document full of HTML and script renders as text and runs nothing.
 
 CURATE_REVIEW_SCREENSHOT=docs/review.png writes the page at 1280x800 there (the screenshot in docs/review.md).
 """
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sklearn.metrics import precision_recall_fscore_support
+from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
@@ -195,3 +195,15 @@ def test_a_reader_labels_by_keyboard_reloads_resumes_and_calibrate_reads_those_l
         for name, value in zip(("precision", "recall"), expected):
             assert figures[name]["value"] == (None if np.isnan(value) else pytest.approx(value))
         assert figures["n_labeled"] == 8
+
+    # adapt reads the texts from the review's sample beside the labels, and measures the base on the same labels.
+    result = subprocess.run([sys.executable, "-m", "curate.cli", "adapt", "--labels", str(folder / "labels.jsonl"),
+                             "--refit", "thresholds", "--folds", "2", "--models", str(tmp_path / "models")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    adapted = json.loads((tmp_path / "models" / "adapted_ngram_v1" / "model.json").read_text())["adapted"]
+    for behavior in BEHAVIOR_NAMES:
+        gold = [int(behavior in given[i][0]) for i in ids]
+        predicted = [int(rows[i][behavior] > 0) for i in ids]
+        base_f1 = adapted["cross_validation"][behavior]["base_f1"]
+        assert base_f1 == pytest.approx(f1_score(gold, predicted, zero_division=0.0))
