@@ -1,7 +1,8 @@
 """`curate review` as a person uses it: the command started as a user starts it, the page driven by keyboard in a real
 headless Chromium (Debian's chromium and chromium-driver, through selenium; no browser is downloaded), labels given,
 the page reloaded and the command restarted, and the labels file, `curate calibrate`'s figures and `curate adapt`'s
-measure of the base classifier checked against the keys pressed. A document full of HTML and script renders as text and runs nothing.
+measure of the base classifier checked against the keys pressed. A document full of HTML and script renders as text
+and runs nothing.
 
 CURATE_REVIEW_SCREENSHOT=docs/review.png writes the page at 1280x800 there (the screenshot in docs/review.md).
 """
