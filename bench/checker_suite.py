@@ -1,7 +1,8 @@
 """curate's math reward against a public answer checker's own test-suite: math-verify's (gold, prediction, expected)
 regression cases, read from its source distribution (MIT, HuggingFace), never copied into this repository.
 
-    .venv/bin/pip download math-verify==0.9.0 --no-deps --no-binary :all: -d /tmp/mv && tar xzf /tmp/mv/*.tar.gz -C /tmp/mv
+    .venv/bin/pip download math-verify==0.9.0 --no-deps --no-binary :all: -d /tmp/mv
+    tar xzf /tmp/mv/*.tar.gz -C /tmp/mv
     .venv/bin/python bench/checker_suite.py /tmp/mv/math_verify-0.9.0/tests [--show N]
 
 Every parametrized case whose values are literals (read with `ast.literal_eval`, nothing executed) is scored three ways:

@@ -105,7 +105,8 @@ def _percent(answer: str) -> str:
 
 
 def decimal_comma(number: str) -> str | None:
-    """The decimal a lone decimal-comma number writes ("2,74" -> "2.74"), None for any other text (see _DECIMAL_COMMA)."""
+    """The decimal a lone decimal-comma number writes ("2,74" -> "2.74"), None for any other text
+    (see _DECIMAL_COMMA)."""
     match = _DECIMAL_COMMA.match(number.strip().strip("$").strip())
     if not match:
         return None

@@ -35,8 +35,8 @@ ANSWER_IS = re.compile(r"\banswer\**\s*(?:" + _STATES + r"|:|=)\s*\**\s*:?", re.
 GSM8K_LINE = re.compile(r"^[ \t]*(?:####|A:)[ \t]*(?P<answer>\S[^\n]*)$", re.MULTILINE)
 # `$...$` with `\$` (an escaped dollar, a currency sign) inside, on one line (a lone "$1250" is money, not the start
 # of a span that runs on over paragraphs), or `\(...\)`, `\[...\]`, `$$...$$`.
-INLINE_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$((?:[^$\\\n]|\\.)+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]",
-                         re.DOTALL)
+INLINE_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$((?:[^$\\\n]|\\.)+?)(?<!\\)\$"
+                         r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 LEADING_MATH = re.compile(r"\s*(?:" + INLINE_MATH.pattern + r")", re.DOTALL)
 BARE_VALUE = re.compile(r"^\s*(?:-?\$?\s*-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?\s*%?|-?\.\d+)\s*\.?\s*$")
 # Between two boxes of one answer: spacing, punctuation, math delimiters and "and"/"or", optionally in a short
@@ -49,8 +49,9 @@ _VERDICT_WORDS = re.compile(r"(?:(?:probably|definitely|indeed|still|also)\s+)?(
 MAX_ANSWER_CHARS = 1_000
 _SENTENCE_END = re.compile(r"(?<!\\)\.(?=\s|$)|。|\n|\bI hope\b", re.IGNORECASE)
 # "The largest $n$ is 34", "the values are 1 and 2": a statement that names what it answers before its verb.
-_NAMED_ANSWER = re.compile(r"^(?:the|a|an|our|its|their|so|thus|therefore|hence)\b.*?\b(?:is|are|equals)\b\s+(?P<value>.+)$",
-                           re.IGNORECASE | re.DOTALL)
+_NAMED_ANSWER = re.compile(
+    r"^(?:the|a|an|our|its|their|so|thus|therefore|hence)\b.*?\b(?:is|are|equals)\b\s+(?P<value>.+)$",
+    re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from curate.rewards.equivalence import close_in_value, decimal_comma
     ("Final Answer: The largest $n$ is 34.", "34"),  # [math-verify test_all]
     ("Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120"),  # [math-verify test_all]
     # a statement runs on past its sentence (a line of over 1,000 characters) [math-verify test_all]
-    ("Final Answer: The final answer is $14 {, }916$. I hope it is correct. Note: " + "It is correct. " * 80, "14 {, }916"),
+    ("Final Answer: The final answer is $14 {, }916$. I hope it is correct. Note: " + "It is correct. " * 80,
+     "14 {, }916"),
     ("**Answer:** 5", "5"),
     ("Thus the answer is \\boxed{42}. Wait, no: the answer is 43", "42"),
     ("The answer is (B).", "(B)"),
