@@ -110,7 +110,8 @@ def handoff(job: HandoffJob, progress: bool = True) -> HandoffResult | None:
     kit in a new folder leaves nothing behind (nothing there is worth resuming)."""
     check_handoff(job.dataset, job.trainer, job.output)
     what, inputs = output_identity(job.dataset, job.trainer, job.instruction, job.system)
-    what["tokenizer"] = job.tokenizer
+    if job.tokenizer is not None:  # recorded only when given, so that kits claimed before --tokenizer stay up to date
+        what["tokenizer"] = job.tokenizer
     return write_once(job.output, "handoff", what, lambda: run_handoff(
         job.dataset, job.trainer, job.output, instruction=job.instruction, system=job.system, tokenizer=job.tokenizer,
         progress=progress), inputs=inputs, overwrite=job.overwrite, abandon=True)
