@@ -115,16 +115,16 @@ def cleaning_rows(output: Path, cleaning) -> list[tuple[str, str]]:
 
 def llm_tag_config(**fields):
     """tag-llm's LLMTagOptions (ServerOptions plus how tagging prompts), for `server_group(config=...)`: imported
-    when a command runs, since curate.pipelines.llm_tag imports datatrove."""
-    from curate.pipelines.llm_tag import LLMTagOptions
+    when a command runs, since curate.pipelines.llm.tag_options imports datatrove."""
+    from curate.pipelines.llm.tag_options import LLMTagOptions
 
     return LLMTagOptions(**fields)
 
 
 def sampling_config(**fields):
     """The pass-rate filter's SamplingOptions (the policy's ServerOptions plus how it is sampled), for
-    `server_group(config=...)`: imported when a command runs, since curate.handoff.passrate imports datatrove."""
-    from curate.handoff.passrate import SamplingOptions
+    `server_group(config=...)`: imported when a command runs, since curate.handoff.sampling imports datatrove."""
+    from curate.handoff.sampling import SamplingOptions
 
     return SamplingOptions(**fields)
 

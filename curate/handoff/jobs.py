@@ -12,7 +12,7 @@ from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 from curate.pipelines.jobs import EXECUTOR, OUTPUT_PANEL, OVERWRITE_HELP, SERVER, group, option
 
 if TYPE_CHECKING:  # they import datatrove
-    from curate.handoff.passrate import SamplingOptions
+    from curate.handoff.sampling import SamplingOptions
     from curate.pipelines.llm.options import ServerOptions
 
 

@@ -51,7 +51,8 @@ from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.behavior_audit import run_stratified_audit
 from curate.handoff.export import Exporter, ExportError, RowRejected, input_files
-from curate.handoff.passrate import SamplingOptions, row_key, run_sampling
+from curate.handoff.passrate import row_key, run_sampling
+from curate.handoff.sampling import SamplingOptions
 from curate.handoff.verifier_audit import Pair, answer_type, json_lines
 from curate.pipelines.executors import LOCAL
 from curate.pipelines.llm.job import claim_job, run_job

@@ -50,10 +50,12 @@ from curate.data_cards.plots import plot_behaviors_over_steps
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.jobs import PolicyAuditJob
-from curate.handoff.passrate import SamplingOptions, SamplingResult, run_sampling
+from curate.handoff.passrate import SamplingResult, run_sampling
 from curate.handoff.rollouts import Rollout, find_rollouts, read_step
+from curate.handoff.sampling import SamplingOptions
 from curate.pipelines.llm.options import ServerOptions
-from curate.pipelines.llm_tag import LLMTagOptions, run_llm_tagging
+from curate.pipelines.llm.tag_options import LLMTagOptions
+from curate.pipelines.llm_tag import run_llm_tagging
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.steps import batched
 from curate.puzzles.countdown import DATA_SOURCE, generate_problem, problem_statement

@@ -32,7 +32,7 @@ from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 if TYPE_CHECKING:  # they import datatrove
     from curate.pipelines.llm.options import ServerOptions
-    from curate.pipelines.llm_tag import LLMTagOptions
+    from curate.pipelines.llm.tag_options import LLMTagOptions
     from curate.pipelines.readers import InputSpec
 
 SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"

@@ -28,18 +28,13 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
-from curate.classifiers.llm import (
-    DEFAULT_MAX_DOC_TOKENS,
-    LLMClassifier,
-    default_chat_template_kwargs,
-    labels_from_answers,
-    model_context_limit,
-)
+from curate.classifiers.llm import LLMClassifier, labels_from_answers, model_context_limit
 from curate.console import ProgressBar
 from curate.pipelines.executors import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.options import ServerConfigError, ServerOptions
+from curate.pipelines.llm.options import ServerConfigError
 from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
+from curate.pipelines.llm.tag_options import LLMTagOptions
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
 from curate.pipelines.tag import TagResult, check_manifest, recorded_tasks, report_duplicate_ids
@@ -67,32 +62,6 @@ LLM_ATTRIBUTE_SCHEMA = pa.schema(
 
 class LLMTagConfigError(ServerConfigError):
     pass
-
-
-@dataclass(frozen=True)
-class LLMTagOptions(ServerOptions):
-    """The server (ServerOptions) plus how tagging prompts it and writes its rows."""
-
-    request_timeout: float = 300.0
-    mode: str = "per-behavior"
-    structured: bool = False
-    max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS
-    tokenizer: str | None = None
-    max_answer_tokens: int | None = None
-    records_per_chunk: int = 500
-    gate: str | None = None  # set: cascade_v1 with this gate classifier
-
-    def template_kwargs(self) -> dict:
-        if self.chat_template_kwargs is not None:
-            return dict(self.chat_template_kwargs)
-        return default_chat_template_kwargs(self.tokenizer or self.model)
-
-    def classifier(self):
-        llm_options = dict(mode=self.mode, structured=self.structured, max_doc_tokens=self.max_doc_tokens, tokenizer=self.tokenizer,
-                           max_answer_tokens=self.max_answer_tokens, chat_template_kwargs=self.template_kwargs())
-        if self.gate:
-            return CascadeClassifier(self.model, gate=self.gate, **llm_options)
-        return LLMClassifier(self.model, **llm_options)
 
 
 def context_budget(llm: LLMClassifier, options: LLMTagOptions) -> int:

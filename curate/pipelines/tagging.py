@@ -10,7 +10,8 @@ import json
 
 from curate.classifiers import needs_model_server, resolve_name
 from curate.pipelines.jobs import TagJob, TagLLMJob
-from curate.pipelines.llm_tag import LLMTagOptions, LLMTagResult, run_llm_tagging
+from curate.pipelines.llm.tag_options import LLMTagOptions
+from curate.pipelines.llm_tag import LLMTagResult, run_llm_tagging
 from curate.pipelines.tag import TagJobError, TagResult, check_no_model, tag_job
 
 

@@ -43,16 +43,30 @@ def curate_targets(node: ast.AST) -> list[str]:
     return []
 
 
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def module_level(node: ast.AST):
+    """The nodes under `node` that run when the module is imported or type-checked: inside `if TYPE_CHECKING:`,
+    `try:` and class bodies too, not inside a function."""
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, FUNCTIONS):
+            yield child
+            yield from module_level(child)
+
+
 def imports() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Per module: what it imports at module level (outside `if TYPE_CHECKING:`), and what inside functions."""
+    """Per module: what it imports at module level, `if TYPE_CHECKING:` blocks included (an import made for type
+    checking only is still an edge of the layering, and a cycle through it is one a type checker must untangle), and
+    what it imports inside functions."""
     top: dict[str, set[str]] = {m: set() for m in MODULES}
     inner: dict[str, set[str]] = {m: set() for m in MODULES}
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
+        for node in module_level(tree):
             top[module].update(curate_targets(node))
         for function in ast.walk(tree):
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(function, FUNCTIONS):
                 for node in ast.walk(function):
                     inner[module].update(curate_targets(node))
     return top, inner

@@ -1,0 +1,39 @@
+"""How `curate tag-llm` prompts a model: the server options (ServerOptions) plus the tagging prompt's settings.
+
+Apart from curate.pipelines.llm_tag (the tagging job) so that the tag job configs (curate.pipelines.jobs), which the
+tagging job imports, can name this class without an import cycle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from curate.classifiers.cascade import CascadeClassifier
+from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier, default_chat_template_kwargs
+from curate.pipelines.llm.options import ServerOptions
+
+
+@dataclass(frozen=True)
+class LLMTagOptions(ServerOptions):
+    """The server (ServerOptions) plus how tagging prompts it and writes its rows."""
+
+    request_timeout: float = 300.0
+    mode: str = "per-behavior"
+    structured: bool = False
+    max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS
+    tokenizer: str | None = None
+    max_answer_tokens: int | None = None
+    records_per_chunk: int = 500
+    gate: str | None = None  # set: cascade_v1 with this gate classifier
+
+    def template_kwargs(self) -> dict:
+        if self.chat_template_kwargs is not None:
+            return dict(self.chat_template_kwargs)
+        return default_chat_template_kwargs(self.tokenizer or self.model)
+
+    def classifier(self):
+        llm_options = {"mode": self.mode, "structured": self.structured, "max_doc_tokens": self.max_doc_tokens,
+                       "tokenizer": self.tokenizer, "max_answer_tokens": self.max_answer_tokens,
+                       "chat_template_kwargs": self.template_kwargs()}
+        if self.gate:
+            return CascadeClassifier(self.model, gate=self.gate, **llm_options)
+        return LLMClassifier(self.model, **llm_options)
