@@ -66,6 +66,7 @@ BUILTIN: dict[str, str] = {
     "cues_ngram_v2": "curate.classifiers.cues_ngram",
     "user_ngram_v1": "curate.classifiers.user_ngram",
     "llm_v1": "curate.classifiers.llm",
+    "llm_spans_v1": "curate.classifiers.llm_spans",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
 }

@@ -456,6 +456,11 @@ class LLMClassifier(Classifier):
         ]
         return payloads, truncated, n_tokens
 
+    def read_answers(self, answers: dict[str, str], document: str) -> Labels:
+        """One document's labels from its answers (question key -> text). llm_v1 reads counts, so the document is
+        unused here; a version that quotes the document (llm_spans_v1) aligns its quotes to it."""
+        return labels_from_answers(answers)
+
     def prompt_overhead(self) -> int:
         """Tokens a request holds besides the document, measured under the model's tokenizer and chat template
         (system prompt, document frame, the longest question, role markers, generation prompt), plus a margin

@@ -3,8 +3,8 @@ equal the labels committed when it was released, so that an edit to the cue engi
 silently move an old version (and with it the inputs of every model trained on its output).
 
 Classifiers that cannot label in process on CPU are covered by their own tests instead (tests/golden/record.py's
-NOT_GOLDEN names them and where): llm_v1 and cascade_v1 ask a model server, distilled_v1 and user_ngram_v1 need a
-user's model directory.
+NOT_GOLDEN names them and where): llm_v1, llm_spans_v1 and cascade_v1 ask a model server, distilled_v1 and
+user_ngram_v1 need a user's model directory.
 """
 
 import json

@@ -31,6 +31,8 @@ SCORE_TOLERANCE = 1e-3
 NOT_GOLDEN = {
     "llm_v1": "asks a model server (tests/classifiers/test_llm_classifier.py serves a tiny model)",
     "cascade_v1": "asks a model server behind its cue gate (tests/classifiers/test_llm_classifier.py)",
+    "llm_spans_v1": "asks a model server for quotes (tests/classifiers/test_llm_spans.py serves a stand-in and a tiny "
+                    "model)",
     "distilled_v1": "needs a user's model directory (tests/classifiers/test_distilled.py trains one)",
     "user_ngram_v1": "needs a user's model directory written by curate adapt (tests/review/test_adapt.py)",
 }
