@@ -51,6 +51,7 @@ from curate.data_cards.cards import (
     size_category,
     split_configs,
 )
+from curate.dataset_files import dataset_files
 from curate.errors import CurateError
 from curate.files import write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
@@ -118,16 +119,16 @@ def _source_name(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}" if path.parent.name else path.stem
 
 
+INPUT_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
+
+
 def input_files(path: str) -> list[Path]:
-    p = Path(path).expanduser()
-    if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in (".json", ".jsonl", ".csv", ".parquet"))
-    elif globlib.has_magic(path):
-        files = sorted(Path(f) for f in globlib.glob(str(p), recursive=True) if Path(f).is_file())
-    elif p.exists():
-        files = [p]
-    else:
+    """The files of one local input (dataset_files without curate's layout: a file, a glob's matches, or every
+    .json/.jsonl/.csv/.parquet file at any depth of a folder, its data/, rejects/ and '_x' folders included, as the
+    source files they are); FileNotFoundError when there is none."""
+    if not globlib.has_magic(path) and not Path(path).expanduser().exists():
         raise FileNotFoundError(f"input {path!r} does not exist (give a file, a directory, a glob, or hf:NAME[:SPLIT])")
+    files = dataset_files(path, suffixes=INPUT_SUFFIXES, layout=False)
     if not files:
         raise FileNotFoundError(f"no .json/.jsonl/.csv/.parquet files under {path!r}")
     return files

@@ -21,6 +21,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 import curate
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.data_cards.plots import plot_prevalence
+from curate.dataset_files import DATA, files_under
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 
@@ -134,8 +135,9 @@ def _cell(value: object) -> str:
 
 
 def data_files(output: str | Path) -> list[Path]:
-    """The finished parquet files of a dataset in curate's layout (OUTPUT/data/SPLIT-NNNNN.parquet)."""
-    return sorted(Path(output, "data").glob("*.parquet"))
+    """The finished parquet files of a dataset in curate's layout (OUTPUT/data/SPLIT-NNNNN.parquet); [] without
+    OUTPUT/data, whatever else OUTPUT holds (a card describes the data folder only)."""
+    return files_under(Path(output, DATA))
 
 
 def data_rows(output: str | Path) -> int:

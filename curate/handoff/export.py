@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from curate.console import ProgressBar
 from curate.data_cards.cards import load_snippet, render_card, reproduce_command, save_card, size_category
+from curate.dataset_files import dataset_files
 from curate.errors import CurateError
 from curate.files import atomic_folder, write_text_atomic
 from curate.handoff.jobs import ExportJob
@@ -68,16 +69,12 @@ class ExportResult:
 
 
 def input_files(dataset: Path) -> list[tuple[str, Path]]:
-    """(split, file) for every parquet file of the dataset, sorted."""
+    """(split, file) for every parquet file of the dataset (dataset_files: a file, DIR/data at any depth, or the
+    parquet files directly in DIR, not in its folders), sorted; ExportError when there is none."""
     dataset = Path(dataset)
-    if dataset.is_file():
-        files = [dataset]
-    elif (dataset / "data").is_dir():
-        files = sorted((dataset / "data").rglob("*.parquet"))
-    elif dataset.is_dir():
-        files = sorted(dataset.glob("*.parquet"))
-    else:
+    if not dataset.exists():
         raise ExportError(f"{dataset} does not exist")
+    files = dataset_files(dataset, nested=False)
     if not files:
         raise ExportError(f"no parquet files in {dataset} (expected {dataset}/data/<split>-*.parquet)")
     return [(f.name.split("-")[0].split(".")[0] if "-" in f.name else "train", f) for f in files]

@@ -39,6 +39,7 @@ from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
 from curate.data_cards.cards import reproduce_command, update_card_section, write_step_card
+from curate.dataset_files import DATA, dataset_files
 from curate.files import atomic_open, atomic_path, replace_folder, write_text_atomic
 from curate.pipelines.executors import (
     ExecutorOptions,
@@ -69,26 +70,20 @@ EXACT_NORM = TextNormConfig(
 # --------------------------------------------------------------------------- reading and writing rows
 
 
-def dataset_files(directory: Path) -> list[str]:
-    """Parquet files of a built dataset (`DIR/data/*.parquet`), or [] when DIR is not one."""
-    data = directory / "data"
-    return parquet_files(data) if data.is_dir() else []
-
-
 def resolve_input(input: str | Path, text_key: str | None, id_key: str = "id") -> tuple[InputSpec, str | None]:
     """A built dataset directory reads its data/ folder; anything else is a corpus path for InputSpec.
 
     Without a text key: 'question' for RL datasets that have it, else 'text'. Returns the spec and the parquet
     schema of the input (None for JSON lines) so that written rows keep their column types."""
     path = Path(str(input)).expanduser()
-    files = dataset_files(path) if path.is_dir() else []
+    files = dataset_files(path) if (path / DATA).is_dir() else []
     if files:
         folder = str(path / "data")
     else:
         folder = str(input)
         if not str(input).startswith("hf:"):
             InputSpec(folder).folder_and_pattern()  # a clear FileNotFoundError now rather than inside a worker
-            files = parquet_files(path) if path.is_dir() else ([str(path)] if str(path).endswith(".parquet") else [])
+            files = [f for f in dataset_files(path) if f.suffix == ".parquet"]
     schema = pq.read_schema(files[0]) if files else None
     if text_key is None:
         names = schema.names if schema is not None else first_record_keys(path)

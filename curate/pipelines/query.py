@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
+from curate.dataset_files import files_under
 from curate.files import atomic_path
 
 HISTOGRAM_BUCKETS = ("0", "1", "2", "3-5", "6-10", ">10")
@@ -20,16 +21,10 @@ MAX_REJECT_BYTES = 1 << 30
 
 
 def parquet_files(root: str | Path) -> list[str]:
-    """Finished parquet shards under root; skips partial files and bookkeeping folders ('.x', '_x')."""
+    """Finished parquet shards under root, as DuckDB takes them (curate.dataset_files.files_under: no partial file,
+    none under a bookkeeping folder '.x', '_x' or rejects/); root itself when it is a file."""
     root = Path(root)
-    if root.is_file():
-        return [str(root)]
-    files = []
-    for path in sorted(root.rglob("*.parquet")):
-        relative = path.relative_to(root).parts[:-1]
-        if not any(part.startswith((".", "_")) or part == "rejects" for part in relative):
-            files.append(str(path))
-    return files
+    return [str(root)] if root.is_file() else [str(f) for f in files_under(root)]
 
 
 def attribute_shards(tags: str | Path) -> list[str]:
