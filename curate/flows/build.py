@@ -22,6 +22,7 @@ BuildParameters = job_model(
     exclude=("overwrite",),  # the flow's own argument, as it was before the job
     output=(str, Field(min_length=1, description="Dataset directory.")),
 )
+from curate.pipelines.state import output_finished
 
 
 def _build_key(context, arguments: dict) -> str:
@@ -44,8 +45,9 @@ def build_flow(params: BuildParameters, overwrite: bool = False) -> dict:
     """Build a behavior dataset; a rerun with the same inputs, classifier and selection is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate build --overwrite`)."""
     output = Path(params.output)
-    # Up to date: the task is served from Prefect's cache (a rerun returns the same summary); overwrite builds again.
-    finished = (output / "README.md").is_file() and (output / "data").is_dir() and not overwrite
+    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
+    # cache (a rerun returns the same summary); overwrite builds again.
+    finished = not overwrite and output_finished(output)
     summary = build_dataset.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                          retry_delay_seconds=30)(params, overwrite)
     if "submitted" in summary:

@@ -29,7 +29,7 @@ from curate.pipelines.executors import ExecutorOptions
 from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types, groups
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.readers import InputSpec
-from curate.pipelines.state import claim_output
+from curate.pipelines.state import claim_output, files_signature
 
 
 def check_classifier(value: str) -> str:
@@ -302,11 +302,6 @@ def check_input(spec) -> None:
         raise ValueError(f"input {spec.path!r} matches no file")
 
 
-def files_signature(paths) -> list:
-    """Name, size and mtime of every file: an edited input gets a new cache key."""
-    return sorted([str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in map(Path, paths) if p.is_file())
-
-
 def spec_files_signature(spec) -> list:
     if spec.is_hub:
         return []
@@ -343,9 +338,3 @@ def cache_key(job: str, parameters: BaseModel, *extra) -> str:
         payload["input_files"] = input_files_signature(parameters)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     return f"curate-{job}-{digest[:32]}"
-
-
-def completed_tasks(logging_dir: Path) -> int:
-    """datatrove writes one completion marker per finished task."""
-    completions = Path(logging_dir) / "completions"
-    return len(list(completions.iterdir())) if completions.is_dir() else 0

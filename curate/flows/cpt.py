@@ -14,13 +14,13 @@ from curate.builders.jobs import CPTJob
 from curate.flows.common import (
     CorpusParameters,
     cache_key,
-    files_signature,
     job_model,
     spec_files_signature,
     submission_summary,
 )
 from curate.pipelines.executors import JobSubmitted
 from curate.pipelines.readers import InputSpec
+from curate.pipelines.state import files_signature, output_finished
 
 
 class TaggedCorpus(CorpusParameters):
@@ -84,9 +84,9 @@ def cpt_flow(params: CPTParameters, overwrite: bool = False) -> dict:
     An output folder holding another dataset fails the run unless `overwrite` (as `curate cpt --overwrite`); the
     folder is claimed under the command's record, so that either sees the other's dataset as its own."""
     output = Path(params.output)
-    # Up to date: the task below is served from Prefect's cache (a rerun returns the same summary).
-    finished = not overwrite and all((output / v / "README.md").is_file() and (output / v / "data").is_dir()
-                                     for v in ("enriched", "minimized"))
+    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
+    # cache (a rerun returns the same summary); overwrite builds again.
+    finished = not overwrite and output_finished(output)
     # Retries only where a try can fail for reasons outside the job (the Hub, an endpoint); a local failure is
     # deterministic and a retry would only repeat it.
     run = build_cpt.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,

@@ -31,6 +31,7 @@ MultihopParameters = job_model(
     input=(str, Field(min_length=1, description="jsonl/parquet file, directory, glob, or 'hf:ORG/NAME'.")),
     output=(str, Field(min_length=1, description="Dataset directory.")),
 )
+from curate.pipelines.state import output_finished
 
 
 def _multihop_key(context, arguments: dict) -> str:
@@ -53,8 +54,9 @@ def multihop_flow(params: MultihopParameters, overwrite: bool = False) -> dict:
     """Chain problems so that each answer feeds the next; a rerun on unchanged inputs is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate multihop --overwrite`)."""
     output = Path(params.output)
-    # Up to date: the task is served from Prefect's cache (a rerun returns the same summary); overwrite builds again.
-    finished = (output / "README.md").is_file() and (output / "data").is_dir() and not overwrite
+    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
+    # cache (a rerun returns the same summary); overwrite builds again.
+    finished = not overwrite and output_finished(output)
     run = build_multihop.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                       retry_delay_seconds=30)
     summary = run(params, overwrite)

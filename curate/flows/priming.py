@@ -22,6 +22,7 @@ PrimingJobParameters = job_model(
     variant=(str, Field(min_length=1, description="A variant, a comma list (each into OUTPUT/VARIANT), or 'all'.")),
     output=(str, Field(min_length=1, description="Dataset directory (the parent of one per variant when several).")),
 )
+from curate.pipelines.state import output_finished
 
 
 class PrimingParameters(PrimingJobParameters):
@@ -62,9 +63,9 @@ def priming_flow(params: PrimingParameters, overwrite: bool = False) -> list[dic
     summaries = []
     for target, config in priming_sets(params.job()):
         output = str(target)
-        # Up to date: the task is served from Prefect's cache (a rerun returns the same summary); overwrite builds
-        # again.
-        finished = (target / "README.md").is_file() and (target / "data").is_dir() and not overwrite
+        # Up to date by the command's own rule (output_finished): the task is served from Prefect's
+        # cache (a rerun returns the same summary); overwrite builds again.
+        finished = not overwrite and output_finished(target)
         run = build_priming_variant.with_options(refresh_cache=not finished,
                                                  retries=2 if params.does_remote_io else 0, retry_delay_seconds=30)
         summary = run(params, config.variant, output, overwrite)

@@ -8,10 +8,11 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
-from curate.flows.common import InputParameters, cache_key, completed_tasks, job_model, submission_summary
+from curate.flows.common import InputParameters, cache_key, job_model, submission_summary
 from curate.pipelines.executors import JobSubmitted
 from curate.pipelines.jobs import TagJob
 from curate.pipelines.query import behavior_stats, count_rejects
+from curate.pipelines.tag import unfinished_tasks
 from curate.pipelines.tagging import llm_options, tag
 
 TagParameters = job_model(
@@ -46,7 +47,10 @@ def tag_corpus(params: TagParameters) -> dict:
 def tag_flow(params: TagParameters) -> dict:
     """Tag a corpus with a behavior classifier; a rerun with the same inputs and classifier is served from cache."""
     tags_dir = Path(params.output) / params.resolved_classifier
-    finished = completed_tasks(tags_dir / "_logs") >= params.executor.tasks
+    # Finished by the rule `build` and `stats` apply to tags (every task of every generation completed): the task is
+    # served from Prefect's cache.
+    unfinished, tasks = unfinished_tasks(tags_dir)
+    finished = tasks > 0 and not unfinished
     # Streaming from the Hub is remote I/O: retry it. A local corpus fails the same way twice.
     run = tag_corpus.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
                                   retry_delay_seconds=30)

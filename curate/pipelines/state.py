@@ -5,9 +5,11 @@ Every command that writes a dataset claims its output folder first (`claim_outpu
 command wrote the folder, with which parameters, from which input, and whether it finished:
 
 - an empty or new folder is claimed;
-- the same command and parameters over the same input, finished: nothing to do (an idempotent no-op);
+- the same command and parameters over the same input, finished and still all there (`output_finished`, the one
+  up-to-date rule): nothing to do (an idempotent no-op);
 - the same command and parameters over a changed input, or unfinished: the builder runs again (a changed
-  input first removes what the stale dataset wrote, except what `keep` names, such as reusable tags);
+  input, or a finished dataset missing part of what it wrote, first removes what the stale dataset wrote, except
+  what `keep` names, such as reusable tags);
 - anything else (another command, other parameters, files curate did not write) is refused unless
   `overwrite`, which first removes what the old dataset wrote. A folder curate did not write is never
   emptied: the user removes those files, or picks another folder.
@@ -76,6 +78,22 @@ def write_once(output: str | Path, command: str, parameters: dict, write, inputs
     return result
 
 
+def read_record(output: str | Path) -> dict | None:
+    """The claim record of `output` (OUT/.curate-output.json), or None where there is none."""
+    path = Path(output) / OWNER_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def output_finished(output: str | Path, record: dict | None = None) -> bool:
+    """The one up-to-date rule: `output` holds a dataset that its command finished (its claim record says complete)
+    and that is still all there (every entry the record lists as written). What makes the same command over the
+    same input a no-op (claim_output), and what lets a flow serve its cached result instead of building again.
+    `record`: the record already read, else it is read from `output`."""
+    record = read_record(output) if record is None else record
+    return bool(record and record.get("complete")) and all((Path(output) / name).exists()
+                                                           for name in record.get("wrote", []))
+
+
 def _write_record(output: Path, record: dict) -> None:
     write_text_atomic(output / OWNER_FILE, json.dumps(record, indent=2, sort_keys=True))
 
@@ -119,12 +137,13 @@ def claim_output(output: str | Path, command: str, parameters: dict, inputs=None
         raise OutputOccupiedError(f"--output {output} is a file, not a folder; pass a folder for the dataset")
     wanted = json.loads(json.dumps({"command": command, "parameters": parameters, "inputs": inputs}, default=str))
     entries = sorted(p.name for p in output.iterdir()) if output.is_dir() else []
-    record_path = output / OWNER_FILE
-    existing = json.loads(record_path.read_text()) if record_path.is_file() else None
+    existing = read_record(output)
     if existing is not None and (existing["command"], existing["parameters"]) == (wanted["command"], wanted["parameters"]):
-        if existing.get("inputs") == wanted["inputs"] and existing.get("complete") and not overwrite:
+        if existing.get("inputs") == wanted["inputs"] and output_finished(output, existing) and not overwrite:
             return OutputClaim(output, existing, up_to_date=True)
-        if existing.get("inputs") != wanted["inputs"] or overwrite:
+        # A finished dataset missing part of what it wrote has nothing to resume from: it is written afresh.
+        damaged = existing.get("complete") and not output_finished(output, existing)
+        if existing.get("inputs") != wanted["inputs"] or overwrite or damaged:
             _remove(output, [e for e in entries if e != OWNER_FILE and (overwrite or e not in keep)])
         record = {**wanted, "complete": False}
         _write_record(output, record)
