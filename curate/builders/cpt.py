@@ -87,9 +87,9 @@ from curate.pipelines.executors import (
     resumable_stage,
     run_stages,
 )
-from curate.pipelines.llm.job import claim_job, run_job
+from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
 from curate.pipelines.llm.options import ServerOptions
-from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
+from curate.pipelines.llm.server import inference_config
 from curate.pipelines.query import (
     attribute_shards,
     behavior_stats,
@@ -1084,20 +1084,15 @@ def _run_llm_stage(stage: Path, source: Path, options: DocumentJobOptions, execu
     """One LLM job of cpt (the rewrite, the is_solution judge) over the documents in `source`, into `stage`:
     InferenceRunner on the shared server config, rejects split off, checkpoints and logs in the stage; each rollout
     gets `arguments` (see _document_job_context)."""
-    runner = CurateInferenceRunner(
-        rollout_fn=rollout_fn,
-        config=inference_config(options, str(stage / "logs" / "server"), executor.gpus_per_task,
+    folder = LLMJobFolder(stage, hidden=False)
+    run_llm_job(
+        folder, [make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects"))],
+        rollout_fn=rollout_fn, writer=writer, metadata_key=metadata_key, records_per_chunk=options.records_per_chunk,
+        config=inference_config(options, folder.server_logs, executor.gpus_per_task,
                                 context_tokens=options.context_tokens()),
-        output_writer=writer,
         shared_context=partial(_document_job_context, step, options.tokenizer or options.model, options.max_doc_tokens,
                                progress, arguments),
-        checkpoints_local_dir=str(stage / "checkpoints"),
-        records_per_chunk=options.records_per_chunk,
-        metadata_key=metadata_key,
-        skip_bad_requests=True,
-    )
-    run_job([make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects")), runner],
-            executor, tasks, workers, stage / "logs", job_name, step)
+        executor=executor, tasks=tasks, workers=workers, job_name=job_name, what=step)
 
 
 def _content_fingerprint(folder: Path | list[str]) -> list:

@@ -37,10 +37,9 @@ from curate.builders.trace_templates import teacher_messages
 from curate.classifiers.llm import json_objects
 from curate.console import ProgressBar
 from curate.errors import CurateError
-from curate.pipelines.executors import LOCAL
-from curate.pipelines.llm.job import claim_job, run_job
+from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
 from curate.pipelines.llm.options import ServerOptions
-from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
+from curate.pipelines.llm.server import inference_config
 from curate.puzzles.countdown import Problem, check_expression
 from curate.rewards.equivalence import shared_checker
 
@@ -144,17 +143,13 @@ def run_generation(requests: dict[str, dict], rollout, options: LLMOptions, work
                                      "max_tokens": options.max_tokens, "documents": len(requests), "requests": digest},
               f"LLM results ({description})", "pass --overwrite to write them again", overwrite=overwrite)
     documents = [Document(text=key, id=key, metadata={REQUEST_KEY: request}) for key, request in requests.items()]
-    runner = CurateInferenceRunner(
-        rollout_fn=rollout,
-        config=inference_config(options, str(workdir / "_logs" / "server"), context_tokens=options.context_tokens()),
-        output_writer=JsonlWriter(str(output), output_filename="${rank}_${chunk_index}.jsonl", compression=None),
+    folder = LLMJobFolder(workdir)
+    run_llm_job(
+        folder, [documents], rollout_fn=rollout, metadata_key=RESULTS_KEY,
+        config=inference_config(options, folder.server_logs, context_tokens=options.context_tokens()),
+        writer=JsonlWriter(str(output), output_filename="${rank}_${chunk_index}.jsonl", compression=None),
         shared_context=partial(_progress_context, len(documents), description, progress),
-        checkpoints_local_dir=str(workdir / "_checkpoints"),
-        records_per_chunk=500,
-        metadata_key=RESULTS_KEY,
-        skip_bad_requests=True,
-    )
-    run_job([documents, runner], LOCAL, 1, 1, workdir / "_logs", f"curate-{description.replace(' ', '-')}", description)
+        job_name=f"curate-{description.replace(' ', '-')}", what=description)
     results: dict[str, dict] = {}
     for path in sorted(output.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():

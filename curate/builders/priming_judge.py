@@ -29,10 +29,9 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.llm import DocumentPrompt, default_chat_template_kwargs, parse_joint
 from curate.errors import CurateError
 from curate.files import write_text_atomic
-from curate.pipelines.executors import LOCAL
-from curate.pipelines.llm.job import claim_job, run_job
+from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
 from curate.pipelines.llm.options import ServerConfigError, ServerOptions
-from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
+from curate.pipelines.llm.server import inference_config
 from curate.pipelines.steps import AtomicOutput
 
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "priming_judge_v1"
@@ -155,6 +154,7 @@ def judge_traces(
     if len(requests) != len(traces):
         raise JudgeError("two traces share an id; each problem has one trace, so the build is inconsistent")
     digest = hashlib.sha256(json.dumps(requests, sort_keys=True).encode()).hexdigest()
+    folder = LLMJobFolder(root)
     claim_job(
         root / "job.json",
         {
@@ -168,22 +168,16 @@ def judge_traces(
         "LLM judge verdicts",
         "pass --overwrite to judge again",
         overwrite=overwrite,
-        run=[root / "results", root / "_checkpoints", root / "_logs", root / VERDICTS],
+        run=[root / "results", folder.checkpoints, folder.logs, root / VERDICTS],
     )
     documents = [Document(text=t.think, id=t.id, metadata={REQUEST_KEY: requests[t.id]}) for t in traces]
-    runner = CurateInferenceRunner(
-        rollout_fn=judge_rollout,
-        config=inference_config(options, str(root / "_logs" / "server"), context_tokens=options.context_tokens()),
-        output_writer=_ResultsWriter(
-            str(root / "results"), output_filename="${rank}_${chunk_index}.jsonl", compression=None
-        ),
-        checkpoints_local_dir=str(root / "_checkpoints"),
-        records_per_chunk=500,
-        metadata_key=RESULTS_KEY,
-        skip_bad_requests=True,
-    )
     if documents:
-        run_job([documents, runner], LOCAL, 1, 1, root / "_logs", "curate-priming-judge", "LLM judge")
+        run_llm_job(
+            folder, [documents], rollout_fn=judge_rollout, metadata_key=RESULTS_KEY,
+            config=inference_config(options, folder.server_logs, context_tokens=options.context_tokens()),
+            writer=_ResultsWriter(str(root / "results"), output_filename="${rank}_${chunk_index}.jsonl",
+                                  compression=None),
+            job_name="curate-priming-judge", what="LLM judge")
     answers: dict[str, dict] = {}
     for path in sorted((root / "results").glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():

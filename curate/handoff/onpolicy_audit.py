@@ -54,10 +54,8 @@ from curate.handoff.export import Exporter, ExportError, RowRejected, input_file
 from curate.handoff.passrate import row_key, run_sampling
 from curate.handoff.sampling import SamplingOptions
 from curate.handoff.verifier_audit import Pair, answer_type, json_lines
-from curate.pipelines.executors import LOCAL
-from curate.pipelines.llm.job import claim_job, run_job
+from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
 from curate.pipelines.llm.options import ServerOptions
-from curate.pipelines.llm.server import CurateInferenceRunner
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards import get_reward
 from curate.rewards.equivalence import shared_checker
@@ -358,20 +356,19 @@ def llm_judge(records: list[dict], output: Path, options: SamplingOptions, promp
     work = (output / ".curate" / "judge" / name).resolve()
     config = {"prompt_version": prompt.version, "model": options.model, "max_tokens": options.max_tokens,
               "temperature": options.temperature, "responses": _responses_digest(records), "count": len(records)}
+    folder = LLMJobFolder(work, hidden=False)
     claim_job(work / "judge.json", config, "LLM judge verdicts", "pass --overwrite to judge again",
-              overwrite=overwrite, run=[work / "verdicts", work / "checkpoints", work / "logs", path,
+              overwrite=overwrite, run=[work / "verdicts", folder.checkpoints, folder.logs, path,
                                         path.with_suffix(".json")])
     if path.is_file():
         existing = _read_jsonl(path)
         if [v["id"] for v in existing] == [r["id"] for r in records]:
             return existing, name
     options.validate()  # only now: reading a finished judge back needs no server
-    runner = CurateInferenceRunner(
-        rollout_fn=judge_rollout, config=options.inference_config(str(work / "logs" / "server")),
-        output_writer=JudgeWriter(str(work / "verdicts")), checkpoints_local_dir=str(work / "checkpoints"),
-        records_per_chunk=options.records_per_chunk, metadata_key=JUDGE_KEY, skip_bad_requests=True)
     reader = JudgeReader(str((output / "responses.jsonl").resolve()), prompt)
-    run_job([reader, runner], LOCAL, 1, 1, work / "logs", "curate-judge", "LLM judge")
+    run_llm_job(folder, [reader], rollout_fn=judge_rollout, config=options.inference_config(folder.server_logs),
+                writer=JudgeWriter(str(work / "verdicts")), records_per_chunk=options.records_per_chunk,
+                metadata_key=JUDGE_KEY, job_name="curate-judge", what="LLM judge")
     answered = {v["id"]: v for f in sorted((work / "verdicts").glob("judge_*.jsonl")) for v in _read_jsonl(f)}
     verdicts = []
     for record in records:

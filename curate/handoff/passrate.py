@@ -55,8 +55,7 @@ from curate.handoff.export import Exporter, ExportError, RowRejected, input_file
 from curate.handoff.jobs import PassRateJob
 from curate.handoff.sampling import PassRateError, SamplingOptions
 from curate.pipelines.executors import LOCAL, ExecutorOptions
-from curate.pipelines.llm.job import claim_job, run_job
-from curate.pipelines.llm.server import CurateInferenceRunner
+from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
 from curate.pipelines.state import STATE, folder_signature, write_once
 from curate.pipelines.steps import AtomicOutput
 from curate.rewards.registry import get_reward
@@ -247,24 +246,19 @@ def run_sampling(dataset: str | Path, output: str | Path, options: SamplingOptio
     first = pq.ParquetFile(files[0][1])
     Exporter("trl", first.schema_arrow, options.instruction, options.system)  # missing columns: a clear error here
     rates = output / "rates"
+    folder = LLMJobFolder(output / STATE, hidden=False)
     claim_job(output / STATE / SAMPLING_CONFIG, {
         "dataset": str(Path(dataset).resolve()), "limit": limit, "tasks": tasks, **options.fingerprint()},
         "samples", "pass --overwrite to sample again", overwrite=overwrite,
-        run=[rates, output / STATE / "checkpoints", output / STATE / "logs", output / "rejects" / "prompts"])
-    runner = CurateInferenceRunner(
-        rollout_fn=sample_rollout,
-        config=options.inference_config(str(output / STATE / "logs" / "server"), executor.gpus_per_task),
-        output_writer=RatesWriter(str(rates), options.k),
-        shared_context=partial(sampling_context, progress, options.k),
-        checkpoints_local_dir=str(output / STATE / "checkpoints"),
-        records_per_chunk=options.records_per_chunk,
-        metadata_key=RESULTS_KEY,
-        skip_bad_requests=True,
-    )
+        run=[rates, folder.checkpoints, folder.logs, output / "rejects" / "prompts"])
     reader = PromptReader(str(dataset), str(output / "rejects" / "prompts"), options.instruction, options.system,
                           limit=limit, prompt_format=options.prompt_format)
     started = time.perf_counter()
-    run_job([reader, runner], executor, tasks, workers, output / STATE / "logs", "curate-passrate", "sampling")
+    run_llm_job(folder, [reader], rollout_fn=sample_rollout, writer=RatesWriter(str(rates), options.k),
+                config=options.inference_config(folder.server_logs, executor.gpus_per_task),
+                shared_context=partial(sampling_context, progress, options.k),
+                records_per_chunk=options.records_per_chunk, metadata_key=RESULTS_KEY, executor=executor,
+                tasks=tasks, workers=workers, job_name="curate-passrate", what="sampling")
     result = SamplingResult(rates_dir=rates, seconds=time.perf_counter() - started)
     import duckdb
 

@@ -1,7 +1,7 @@
 """Imports point down (README's layout section): a package imports only itself and the packages listed below it, no
 module-level import cycle exists among curate's modules, and curate's own modules are imported inside a function only
-by the CLI (which defers datatrove and the builders until a command runs). Read from the source with ast, so a lazy
-or conditional import is seen as well as a top-level one."""
+by the CLI (which defers datatrove and the builders until a command runs). Read from the source with ast, so a lazy,
+conditional or type-checking-only import is seen as well as a top-level one."""
 
 from __future__ import annotations
 

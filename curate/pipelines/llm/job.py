@@ -1,21 +1,23 @@
 """The one way an LLM job runs into a folder: its saved configuration decides whether an earlier run there is
 resumed (the same configuration: finished chunks, checkpoints and the request cache are reused) or refused (another
 one: nothing is mixed, nothing is silently removed; the message names the fields that differ and the fix, and
-`overwrite` removes the old run and starts over)."""
+`overwrite` removes the old run and starts over), and one wiring runs it (run_llm_job: the steps that read its
+documents, then a CurateInferenceRunner, on an executor, with its logs and checkpoints where LLMJobFolder puts them)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from datatrove.pipeline.inference.servers.base import ServerError
 
 from curate.errors import CurateError
 from curate.files import write_text_atomic
-from curate.pipelines.executors import ExecutorOptions, run_pipeline
-from curate.pipelines.llm.server import ModelServerError, server_failure
+from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
+from curate.pipelines.llm.server import CurateInferenceRunner, ModelServerError, server_failure
 from curate.pipelines.tag import failed_tasks
 
 
@@ -65,3 +67,48 @@ def run_job(pipeline: list, executor: ExecutorOptions, tasks: int, workers: int,
     if failed:
         raise RuntimeError(f"{len(failed)} of {tasks} {what} tasks did not complete (ranks {failed[:10]}); see "
                            f"{logs / 'logs'}. Rerun the same command to resume from the checkpoints.")
+
+
+@dataclass(frozen=True)
+class LLMJobFolder:
+    """Where an LLM job keeps its bookkeeping: datatrove's logs (task completions, the server logs under server/) and
+    the runner's checkpoints. `hidden`: '_logs' and '_checkpoints', in a folder that is read as data too (tags,
+    results), whose readers skip '_x' folders; else 'logs' and 'checkpoints', in a stage of its own under .curate.
+    Two layouts because runs already on disk resume only from where they put their checkpoints."""
+
+    root: Path
+    hidden: bool = True
+
+    @property
+    def logs(self) -> Path:
+        return self.root / ("_logs" if self.hidden else "logs")
+
+    @property
+    def server_logs(self) -> str:
+        """What inference_config takes as its log folder."""
+        return str(self.logs / "server")
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / ("_checkpoints" if self.hidden else "checkpoints")
+
+
+def run_llm_job(folder: LLMJobFolder, steps: list, *, rollout_fn: Callable, config, writer, metadata_key: str,
+                records_per_chunk: int = 500, shared_context=None, executor: ExecutorOptions = LOCAL, tasks: int = 1,
+                workers: int = 1, job_name: str, what: str) -> None:
+    """The one wiring of an LLM job, once claimed (claim_job): `steps` (a reader, or the documents themselves, and
+    any filter) feed a CurateInferenceRunner that calls `rollout_fn` per document on the server `config` describes
+    (inference_config, with folder.server_logs), checkpoints every `records_per_chunk` documents in
+    folder.checkpoints (a rerun resumes there), skips a document whose request the server refused as malformed, and
+    hands each result under `metadata_key` to `writer`; run_job runs it and fails on any unfinished task."""
+    runner = CurateInferenceRunner(
+        rollout_fn=rollout_fn,
+        config=config,
+        output_writer=writer,
+        shared_context=shared_context,
+        checkpoints_local_dir=str(folder.checkpoints),
+        records_per_chunk=records_per_chunk,
+        metadata_key=metadata_key,
+        skip_bad_requests=True,
+    )
+    run_job([*steps, runner], executor, tasks, workers, folder.logs, job_name, what)
