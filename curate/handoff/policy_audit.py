@@ -300,7 +300,8 @@ def label_in_line(rates_dir: Path, output: Path, judge: ServerOptions, classifie
     text = "".join(json.dumps({"id": sample_id(row), "text": text_to_label(row, statements)}, ensure_ascii=False) + "\n"
                    for row in _samples(rates_dir) if worth_labelling(row))
     options = LLMTagOptions(**{f.name: getattr(judge, f.name) for f in dataclasses.fields(ServerOptions)},
-                            gate="cues" if classifier.startswith("cascade_") else None)
+                            gate="cues" if classifier.startswith("cascade_") else None,
+                            llm_version=classifier if classifier.startswith("llm_") else "llm_v1")
     if not text:
         return options.classifier().name, {}
     if not corpus.is_file() or corpus.read_text(encoding="utf-8") != text:

@@ -28,17 +28,18 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from curate.classifiers.cascade import GATED_OUT, ROUTE_LLM, CascadeClassifier, gate_passes
-from curate.classifiers.llm import LLMClassifier, labels_from_answers, model_context_limit
+from curate.classifiers.llm import LLMClassifier, model_context_limit
+from curate.classifiers.llm_spans import LLMSpansClassifier, SpanLabels
 from curate.console import ProgressBar
 from curate.pipelines.executors import LOCAL, ExecutorOptions
-from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
+from curate.pipelines.llm.job import claim_job, run_job
 from curate.pipelines.llm.options import ServerConfigError
-from curate.pipelines.llm.server import inference_config
+from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
 from curate.pipelines.llm.tag_options import LLMTagOptions
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
 from curate.pipelines.tag import TagResult, check_manifest, recorded_tasks, report_duplicate_ids
-from curate.schema import ATTRIBUTE_SCHEMA, Labels, attribute_row
+from curate.schema import ATTRIBUTE_SCHEMA, Evidence, Labels, attribute_row
 
 GATE_KEY = "curate_gate"
 RESULTS_KEY = "curate_llm"
@@ -58,6 +59,9 @@ LLM_ATTRIBUTE_SCHEMA = pa.schema(
         ),
     ]
 )
+# A quoting version's rows also count the quotes of its answers that were not found in the document and were dropped
+# (llm_spans_v1; null where nothing was asked). llm_v1's rows keep their schema.
+LLM_SPANS_ATTRIBUTE_SCHEMA = pa.schema([*LLM_ATTRIBUTE_SCHEMA, ("unaligned_quotes", pa.int32())])
 
 
 class LLMTagConfigError(ServerConfigError):
@@ -167,14 +171,17 @@ async def llm_rollout(document, generate, classifier, meter: Meter) -> dict:
         answers.append({"question": key, "answer": text, "finish_reason": result.finish_reason})
         prompt_tokens += int(result.usage.get("prompt_tokens") or 0)
         completion_tokens += int(result.usage.get("completion_tokens") or 0)
-    labels = _labels(llm, texts, failures)
+    labels = _labels(llm, texts, failures, document.text)
     meter.add(len(requests), prompt_tokens, completion_tokens, bool(labels.error and "parse:" in labels.error))
     return {"route": ROUTE_LLM, "counts": labels.counts, "error": labels.error, "answers": answers, "truncated": truncated,
-            "doc_tokens": doc_tokens, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+            "doc_tokens": doc_tokens, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "evidence": [{"behavior": e.behavior, "start": e.start, "end": e.end} for e in labels.evidence],
+            "unaligned_quotes": len(labels.unaligned) if isinstance(labels, SpanLabels) else None}
 
 
-def _labels(llm: LLMClassifier, texts: dict[str, str], failures: list[str]) -> Labels:
-    labels = labels_from_answers(texts)
+def _labels(llm: LLMClassifier, texts: dict[str, str], failures: list[str], document: str) -> Labels:
+    """The document's labels from the answers that came back; the requests that failed are named in its error."""
+    labels = llm.read_answers(texts, document)
     if failures:
         labels.error = "; ".join(filter(None, ["request: " + "; ".join(failures), labels.error]))
     return labels
@@ -186,26 +193,30 @@ class LLMAttributeWriter(AtomicOutput, ParquetWriter):
 
     name = "📒 LLM attributes"
 
-    def __init__(self, output_folder: str, classifier: str, model: str, prompt_version: str):
+    def __init__(self, output_folder: str, classifier: str, model: str, prompt_version: str, quotes: bool = False):
         super().__init__(
             output_folder,
             output_filename="attributes_${rank}_${chunk_index}.parquet",
             adapter=self._row,
-            schema=LLM_ATTRIBUTE_SCHEMA,
+            schema=LLM_SPANS_ATTRIBUTE_SCHEMA if quotes else LLM_ATTRIBUTE_SCHEMA,
             use_content_defined_chunking=False,
             max_file_size=-1,  # one file per chunk: a file-id prefix would break the chunk-wise rename
         )
-        self.classifier, self.model, self.prompt_version = classifier, model, prompt_version
+        self.classifier, self.model, self.prompt_version, self.quotes = classifier, model, prompt_version, quotes
 
     def _row(self, _writer, document) -> dict:
         result = document.metadata[RESULTS_KEY][0]
-        labels = Labels(counts=result["counts"], error=result["error"])
+        # A result replayed from a checkpoint written before rows carried evidence has none.
+        evidence = [Evidence(e["behavior"], e["start"], e["end"]) for e in result.get("evidence", [])]
+        labels = Labels(counts=result["counts"], error=result["error"], evidence=evidence)
         row = attribute_row(document.id, len(document.text), labels, self.classifier, self.model, self.prompt_version,
                             source=document.metadata.get("source"))
         row.update(
             route=result["route"], truncated=result["truncated"], doc_tokens=result["doc_tokens"],
             prompt_tokens=result["prompt_tokens"], completion_tokens=result["completion_tokens"], llm_answers=result["answers"],
         )
+        if self.quotes:
+            row["unaligned_quotes"] = result.get("unaligned_quotes")
         return row
 
 
@@ -270,19 +281,25 @@ def run_llm_tagging(
     # Load the tokenizer now: a wrong model name fails here with a clear message, not in a worker.
     llm.truncator.tokenizer
     context = options.max_model_len or context_budget(llm, options)
-    folder = LLMJobFolder(root)
-    tasks = recorded_tasks(folder.logs, tasks)
-    steps = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(root / "rejects"))]
+    runner = CurateInferenceRunner(
+        rollout_fn=llm_rollout,
+        config=inference_config(options, str(root / "_logs" / "server"), executor.gpus_per_task, context_tokens=context),
+        output_writer=LLMAttributeWriter(str(root), name, options.model, classifier.prompt_version,
+                                         quotes=isinstance(llm, LLMSpansClassifier)),
+        shared_context=partial(rollout_context, classifier, progress),
+        checkpoints_local_dir=str(root / "_checkpoints"),
+        records_per_chunk=options.records_per_chunk,
+        metadata_key=RESULTS_KEY,
+        # Rollouts turn request errors into null rows themselves; this only guards the rest.
+        skip_bad_requests=True,
+    )
+    tasks = recorded_tasks(out / "_logs", tasks)
+    pipeline = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(root / "rejects"))]
     if options.gate:
-        steps.append(GateDocuments(options.gate))
+        pipeline.append(GateDocuments(options.gate))
+    pipeline.append(runner)
     started = time.perf_counter()
-    # Rollouts turn request errors into null rows themselves; skipping a malformed request only guards the rest.
-    run_llm_job(folder, steps, rollout_fn=llm_rollout,
-                config=inference_config(options, folder.server_logs, executor.gpus_per_task, context_tokens=context),
-                writer=LLMAttributeWriter(str(root), name, options.model, classifier.prompt_version),
-                shared_context=partial(rollout_context, classifier, progress),
-                records_per_chunk=options.records_per_chunk, metadata_key=RESULTS_KEY, executor=executor, tasks=tasks,
-                workers=workers, job_name=f"curate-tag-{name}", what="LLM tagging")
+    run_job(pipeline, executor, tasks, workers, out / "_logs", f"curate-tag-{name}", "LLM tagging")
     report_duplicate_ids(out)
     return summarize(out, time.perf_counter() - started)
 

@@ -24,10 +24,11 @@ def llm_options(job: TagJob) -> LLMTagOptions | None:
         return None
     if not job.model:
         raise TagJobError(f"--classifier {job.classifier} needs --model M (and --backend vllm|endpoint|transformers)")
-    gate = job.gate or ("cues" if resolve_name(job.classifier)[0].startswith("cascade_") else None)
+    name = resolve_name(job.classifier)[0]
+    gate = job.gate or ("cues" if name.startswith("cascade_") else None)
     server = {**dataclasses.asdict(job.server), "model": job.model, "tp": None, "request_timeout": 300.0}
     return LLMTagOptions(**server, mode=job.mode, structured=job.structured, max_doc_tokens=job.max_doc_tokens,
-                         gate=gate)
+                         gate=gate, llm_version=name if name.startswith("llm_") else "llm_v1")
 
 
 def tag(job: TagJob, progress: bool = True) -> TagResult | LLMTagResult:

@@ -4,10 +4,12 @@ counted, and the real request path against a stand-in endpoint that quotes the d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from curate.behaviors import BEHAVIOR_NAMES
@@ -22,7 +24,8 @@ from curate.classifiers.llm_spans import (
     parse_quotes,
     span_labels_from_answers,
 )
-from tests.support.shared import SHARED_DATA
+from tests.support.http_standin import ChatHandler, ChatStandIn
+from tests.support.shared import HAS_SERVE, SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
 SPANS = ROOT / "evals" / "spans"
@@ -187,7 +190,8 @@ def test_quotes_not_in_the_text_are_dropped_and_counted_and_repeats_take_later_o
                                 Unaligned(behavior, quote, "repeated")]
     assert labels.error is None  # a dropped quote is counted, not an error: the row stays selectable
     for evidence in labels.evidence:
-        assert document[evidence.start:evidence.end] == quote and evidence.score is None
+        # A quote has no score: spans_v1's field, where the schema has it, stays None.
+        assert document[evidence.start:evidence.end] == quote and getattr(evidence, "score", None) is None
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -198,3 +202,132 @@ def tiny_model(tmp_path_factory):
     from tests.support.tiny_model import make_tiny_chat_model
 
     return make_tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+class QuotingHandler(ChatHandler):
+    server: QuotingServer
+
+    def do_POST(self) -> None:
+        request = self.read_request()
+        content = self.server.answer(request)
+        self.reply_chat(request, content, completion_tokens=len(content.split()))
+
+
+class QuotingServer(ChatStandIn):
+    """Stands in for a model that quotes: for a document whose first two lines differ it quotes the first line as is
+    under verification, the second with its case and spacing changed under subgoal_setting, a sentence the document
+    lacks under backtracking, and nothing under backward_chaining; other documents get prose with no quotes."""
+
+    name = "quoting"
+
+    def __init__(self):
+        super().__init__(QuotingHandler)
+
+    @staticmethod
+    def lines(document: str) -> list[str]:
+        return [line.strip() for line in document.splitlines() if line.strip()]
+
+    @classmethod
+    def quotes(cls, document: str) -> dict[str, list[str]] | None:
+        lines = cls.lines(document)
+        if len(lines) < 2 or lines[0] == lines[1]:
+            return None
+        return {"verification": [lines[0]], "subgoal_setting": ["  " + "  ".join(lines[1].upper().split())],
+                "backtracking": ["This sentence is in no document."], "backward_chaining": []}
+
+    def answer(self, request: dict) -> str:
+        user = request["messages"][-1]["content"]
+        document = user.split("<document>\n", 1)[1].rsplit("\n</document>", 1)[0]
+        behavior = user.rsplit("Quote: ", 1)[1].strip()
+        quotes = self.quotes(document)
+        if quotes is None:
+            return "The writer reasons carefully throughout."
+        return "Here are the instances.\n" + json.dumps({"quotes": quotes[behavior]})
+
+
+def _corpus(directory: Path) -> tuple[Path, dict[str, str]]:
+    texts = [json.loads(line)["text"] for path in sorted((ROOT / "curate/sample_data/corpus").glob("*.jsonl"))
+             for line in path.read_text().splitlines() if line.strip().startswith("{")]
+    texts = [t for t in texts if isinstance(t, str)]
+    quoting = [t for t in texts if QuotingServer.quotes(t) and t.count(QuotingServer.lines(t)[0]) == 1][:5]
+    prose = [t for t in texts if QuotingServer.quotes(t) is None][:2]
+    assert len(quoting) == 5 and len(prose) == 2
+    by_id = {f"doc-{i}": text for i, text in enumerate(quoting + prose)}
+    path = directory / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in by_id.items()))
+    return path, by_id
+
+
+def _rows(out: Path) -> list[dict]:
+    return [r for f in sorted(out.glob("attributes_*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+def test_a_quoting_endpoint_through_inference_runner_gives_evidence_counts_and_dropped_quotes(tiny_model, tmp_path):
+    """The real request path (datatrove's InferenceRunner, backend endpoint) against a stand-in that quotes the
+    document: counts are the aligned quotes, evidence their offsets into the document, a quote the document lacks is
+    counted in unaligned_quotes, and a document answered in prose has null counts with the reason."""
+    from curate.pipelines.llm.tag_options import LLMTagOptions
+    from curate.pipelines.llm_tag import run_llm_tagging
+    from curate.pipelines.readers import InputSpec
+
+    corpus, texts = _corpus(tmp_path)
+    with QuotingServer() as server:
+        options = LLMTagOptions(model=str(tiny_model), backend="endpoint", endpoint_url=server.url,
+                                llm_version="llm_spans_v1", max_doc_tokens=4096, records_per_chunk=3)
+        result = run_llm_tagging(InputSpec(str(corpus)), tmp_path / "tags", options, progress=False)
+    assert result.tags_dir.name == "llm_spans_v1" and result.requests == 4 * len(texts)
+    rows = {r["id"]: r for r in _rows(result.tags_dir)}
+    assert sorted(rows) == sorted(texts)
+    for doc_id, text in texts.items():
+        row = rows[doc_id]
+        assert row["classifier"] == "llm_spans_v1" and row["prompt_version"].startswith("llm_spans_v1-")
+        lines = QuotingServer.lines(text)
+        if QuotingServer.quotes(text) is None:
+            assert all(row[b] is None for b in BEHAVIOR_NAMES) and row["evidence"] == []
+            assert row["error"].startswith("parse: ") and "no quotes in 'The writer reasons" in row["error"]
+            assert row["unaligned_quotes"] == 0
+            continue
+        assert row["error"] is None and row["unaligned_quotes"] == 1
+        assert {b: row[b] for b in BEHAVIOR_NAMES} == {"verification": 1, "backtracking": 0, "subgoal_setting": 1,
+                                                       "backward_chaining": 0}
+        spans = {e["behavior"]: text[e["start"]:e["end"]] for e in row["evidence"]}
+        assert spans == {"verification": lines[0], "subgoal_setting": lines[1]}
+        assert all(e.get("score") is None for e in row["evidence"])
+
+
+def test_a_gate_runs_in_front_of_llm_v1_only(tiny_model):
+    from curate.pipelines.llm.options import ServerConfigError
+    from curate.pipelines.llm.tag_options import LLMTagOptions
+
+    assert LLMTagOptions(model=str(tiny_model)).classifier().name == "llm_v1"
+    assert LLMTagOptions(model=str(tiny_model), llm_version="llm_spans_v1").classifier().name == "llm_spans_v1"
+    with pytest.raises(ServerConfigError, match="llm_v1 only"):
+        LLMTagOptions(model=str(tiny_model), llm_version="llm_spans_v1", gate="cues").classifier()
+
+
+@pytest.mark.skipif(not HAS_SERVE, reason="transformers[serving] not installed (pip install 'curate[serve]')")
+def test_tiny_model_through_transformers_serve_never_fabricates_a_count(tiny_model, tmp_path):
+    """A random model's answers through `curate tag --classifier llm_spans_v1`'s options: whatever it writes, a row's
+    counts and evidence are what its recorded answers give, and an answer with no quotes is a null count."""
+    from curate.pipelines.jobs import TagJob
+    from curate.pipelines.llm.options import ServerOptions
+    from curate.pipelines.llm_tag import run_llm_tagging
+    from curate.pipelines.readers import InputSpec
+    from curate.pipelines.tagging import llm_options
+
+    corpus, texts = _corpus(tmp_path)
+    server = ServerOptions(model=str(tiny_model), backend="transformers", device="cpu")
+    job = TagJob(classifier="llm_spans_v1", model=str(tiny_model), corpus=InputSpec(str(corpus)), server=server)
+    options = dataclasses.replace(llm_options(job), max_doc_tokens=48, max_answer_tokens=8, mode="joint")
+    result = run_llm_tagging(InputSpec(str(corpus)), tmp_path / "tags", options, progress=False, limit=3)
+    rows = _rows(result.tags_dir)
+    assert len(rows) == 3 and result.requests == 3
+    for row in rows:
+        assert row["classifier"] == "llm_spans_v1" and [a["question"] for a in row["llm_answers"]] == [JOINT]
+        expected = span_labels_from_answers({JOINT: row["llm_answers"][0]["answer"]}, texts[row["id"]])
+        assert {b: row[b] for b in BEHAVIOR_NAMES} == expected.counts and row["error"] == expected.error
+        assert [(e["behavior"], e["start"], e["end"]) for e in row["evidence"]] == [
+            (e.behavior, e.start, e.end) for e in expected.evidence]
+        assert row["unaligned_quotes"] == len(expected.unaligned)
+        if any(row[b] is None for b in BEHAVIOR_NAMES):
+            assert row["error"].startswith("parse: ")

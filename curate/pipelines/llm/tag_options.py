@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from curate.classifiers import get_classifier
 from curate.classifiers.cascade import CascadeClassifier
-from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, LLMClassifier, default_chat_template_kwargs
-from curate.pipelines.llm.options import ServerOptions
+from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, default_chat_template_kwargs
+from curate.pipelines.llm.options import ServerConfigError, ServerOptions
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class LLMTagOptions(ServerOptions):
     max_answer_tokens: int | None = None
     records_per_chunk: int = 500
     gate: str | None = None  # set: cascade_v1 with this gate classifier
+    # The LLM classifier version that prompts and reads the answers: llm_v1 (counts) or llm_spans_v1 (quotes).
+    llm_version: str = "llm_v1"
 
     def template_kwargs(self) -> dict:
         if self.chat_template_kwargs is not None:
@@ -35,5 +38,7 @@ class LLMTagOptions(ServerOptions):
                        "tokenizer": self.tokenizer, "max_answer_tokens": self.max_answer_tokens,
                        "chat_template_kwargs": self.template_kwargs()}
         if self.gate:
+            if self.llm_version != "llm_v1":
+                raise ServerConfigError(f"a gate (cascade_v1) runs in front of llm_v1 only, not {self.llm_version}")
             return CascadeClassifier(self.model, gate=self.gate, **llm_options)
-        return LLMClassifier(self.model, **llm_options)
+        return get_classifier(self.llm_version, model=self.model, **llm_options)
