@@ -32,9 +32,9 @@ from curate.classifiers.llm import LLMClassifier, model_context_limit
 from curate.classifiers.llm_spans import LLMSpansClassifier, SpanLabels
 from curate.console import ProgressBar
 from curate.pipelines.executors import LOCAL, ExecutorOptions
-from curate.pipelines.llm.job import claim_job, run_job
+from curate.pipelines.llm.job import LLMJobFolder, claim_job, run_llm_job
 from curate.pipelines.llm.options import ServerConfigError
-from curate.pipelines.llm.server import CurateInferenceRunner, inference_config
+from curate.pipelines.llm.server import inference_config
 from curate.pipelines.llm.tag_options import LLMTagOptions
 from curate.pipelines.readers import InputSpec, make_reader
 from curate.pipelines.steps import AtomicOutput, SplitRejects, batched
@@ -281,25 +281,20 @@ def run_llm_tagging(
     # Load the tokenizer now: a wrong model name fails here with a clear message, not in a worker.
     llm.truncator.tokenizer
     context = options.max_model_len or context_budget(llm, options)
-    runner = CurateInferenceRunner(
-        rollout_fn=llm_rollout,
-        config=inference_config(options, str(root / "_logs" / "server"), executor.gpus_per_task, context_tokens=context),
-        output_writer=LLMAttributeWriter(str(root), name, options.model, classifier.prompt_version,
-                                         quotes=isinstance(llm, LLMSpansClassifier)),
-        shared_context=partial(rollout_context, classifier, progress),
-        checkpoints_local_dir=str(root / "_checkpoints"),
-        records_per_chunk=options.records_per_chunk,
-        metadata_key=RESULTS_KEY,
-        # Rollouts turn request errors into null rows themselves; this only guards the rest.
-        skip_bad_requests=True,
-    )
-    tasks = recorded_tasks(out / "_logs", tasks)
-    pipeline = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(root / "rejects"))]
+    folder = LLMJobFolder(root)
+    tasks = recorded_tasks(folder.logs, tasks)
+    steps = [make_reader(spec, progress=False, limit=limit), SplitRejects(str(root / "rejects"))]
     if options.gate:
-        pipeline.append(GateDocuments(options.gate))
-    pipeline.append(runner)
+        steps.append(GateDocuments(options.gate))
     started = time.perf_counter()
-    run_job(pipeline, executor, tasks, workers, out / "_logs", f"curate-tag-{name}", "LLM tagging")
+    # Rollouts turn request errors into null rows themselves; skipping a malformed request only guards the rest.
+    run_llm_job(folder, steps, rollout_fn=llm_rollout,
+                config=inference_config(options, folder.server_logs, executor.gpus_per_task, context_tokens=context),
+                writer=LLMAttributeWriter(str(root), name, options.model, classifier.prompt_version,
+                                          quotes=isinstance(llm, LLMSpansClassifier)),
+                shared_context=partial(rollout_context, classifier, progress),
+                records_per_chunk=options.records_per_chunk, metadata_key=RESULTS_KEY, executor=executor, tasks=tasks,
+                workers=workers, job_name=f"curate-tag-{name}", what="LLM tagging")
     report_duplicate_ids(out)
     return summarize(out, time.perf_counter() - started)
 
