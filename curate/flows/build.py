@@ -3,14 +3,12 @@ the job `curate build` runs, with the same options."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
 from curate.builders.behavior import build, build_selection
 from curate.builders.jobs import BuildJob
-from curate.flows.common import InputParameters, cache_key, job_model, submission_summary
+from curate.flows.common import InputParameters, cache_key, job_model, job_task, submission_summary
 from curate.pipelines.executors import JobSubmitted
 
 BuildParameters = job_model(
@@ -22,7 +20,6 @@ BuildParameters = job_model(
     exclude=("overwrite",),  # the flow's own argument, as it was before the job
     output=(str, Field(min_length=1, description="Dataset directory.")),
 )
-from curate.pipelines.state import output_finished
 
 
 def _build_key(context, arguments: dict) -> str:
@@ -44,12 +41,7 @@ def build_dataset(params: BuildParameters, overwrite: bool = False) -> dict:
 def build_flow(params: BuildParameters, overwrite: bool = False) -> dict:
     """Build a behavior dataset; a rerun with the same inputs, classifier and selection is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate build --overwrite`)."""
-    output = Path(params.output)
-    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
-    # cache (a rerun returns the same summary); overwrite builds again.
-    finished = not overwrite and output_finished(output)
-    summary = build_dataset.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
-                                         retry_delay_seconds=30)(params, overwrite)
+    summary = job_task(build_dataset, params.output, overwrite, params.reads_remote)(params, overwrite)
     if "submitted" in summary:
         get_run_logger().info("%s", summary["submitted"])
     else:

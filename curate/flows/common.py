@@ -29,7 +29,7 @@ from curate.pipelines.executors import ExecutorOptions
 from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types, groups
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.readers import InputSpec
-from curate.pipelines.state import claim_output, files_signature
+from curate.pipelines.state import claim_output, files_signature, output_finished
 
 
 def check_classifier(value: str) -> str:
@@ -338,3 +338,15 @@ def cache_key(job: str, parameters: BaseModel, *extra) -> str:
         payload["input_files"] = input_files_signature(parameters)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     return f"curate-{job}-{digest[:32]}"
+
+
+def job_task(task, output: str | Path | None = None, overwrite: bool = False, remote: bool = False,
+             finished: bool | None = None):
+    """`task` (a job's one Prefect task) with the options every job flow gives it. Prefect's cached result is served
+    only while the job's output is up to date by the command's own rule (output_finished of `output`; never with
+    `overwrite`); a job whose output has a rule of its own (tags) says `finished` itself. A job that does `remote` I/O
+    (the Hub, an endpoint) is retried twice, 30 s apart; a local failure is deterministic and a retry would only
+    repeat it."""
+    if finished is None:
+        finished = not overwrite and output_finished(output)
+    return task.with_options(refresh_cache=not finished, retries=2 if remote else 0, retry_delay_seconds=30)

@@ -15,12 +15,13 @@ from curate.flows.common import (
     CorpusParameters,
     cache_key,
     job_model,
+    job_task,
     spec_files_signature,
     submission_summary,
 )
 from curate.pipelines.executors import JobSubmitted
 from curate.pipelines.readers import InputSpec
-from curate.pipelines.state import files_signature, output_finished
+from curate.pipelines.state import files_signature
 
 
 class TaggedCorpus(CorpusParameters):
@@ -84,14 +85,7 @@ def cpt_flow(params: CPTParameters, overwrite: bool = False) -> dict:
     An output folder holding another dataset fails the run unless `overwrite` (as `curate cpt --overwrite`); the
     folder is claimed under the command's record, so that either sees the other's dataset as its own."""
     output = Path(params.output)
-    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
-    # cache (a rerun returns the same summary); overwrite builds again.
-    finished = not overwrite and output_finished(output)
-    # Retries only where a try can fail for reasons outside the job (the Hub, an endpoint); a local failure is
-    # deterministic and a retry would only repeat it.
-    run = build_cpt.with_options(refresh_cache=not finished, retries=2 if params.does_remote_io else 0,
-                                 retry_delay_seconds=30)
-    summary = run(params, overwrite)
+    summary = job_task(build_cpt, output, overwrite, params.does_remote_io)(params, overwrite)
     if "submitted" in summary:
         get_run_logger().info("%s", summary["submitted"])
         return summary

@@ -9,7 +9,7 @@ from typing import Annotated
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
-from curate.flows.common import cache_key, job_model, one_of
+from curate.flows.common import cache_key, job_model, job_task, one_of
 from curate.handoff.export import TARGETS, check_export, export, input_files
 from curate.handoff.jobs import ExportJob
 
@@ -24,7 +24,7 @@ ExportParameters = job_model(
     to=(Annotated[str, one_of("target", TARGETS)], Field(description="verl | trl | openrlhf | sft | cpt")),
     output=(str, Field(min_length=1, description="Export directory.")),
 )
-from curate.pipelines.state import files_signature, output_finished
+from curate.pipelines.state import files_signature
 
 
 def _export_key(context, arguments: dict) -> str:
@@ -44,11 +44,7 @@ def export_dataset(params: ExportParameters, overwrite: bool = False) -> dict:
 def export_flow(params: ExportParameters, overwrite: bool = False) -> dict:
     """Export a dataset for a trainer; a rerun on an unchanged dataset is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate export --overwrite`)."""
-    output = Path(params.output)
-    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
-    # cache (a rerun returns the same summary); overwrite exports again.
-    finished = not overwrite and output_finished(output)
-    summary = export_dataset.with_options(refresh_cache=not finished)(params, overwrite)
+    summary = job_task(export_dataset, params.output, overwrite)(params, overwrite)
     get_run_logger().info("exported %s rows for %s into %s (%s rejected)", summary["rows"], summary["target"],
                           summary["output"], sum(summary["rejected"].values()))
     return summary

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from curate.builders.jobs import McqaJob
 from curate.builders.mcqa import check_mcqa, input_files, mcqa
-from curate.flows.common import cache_key, job_model
+from curate.flows.common import cache_key, job_model, job_task
 
 
 class McqaInputs(BaseModel):
@@ -38,7 +38,7 @@ McqaParameters = job_model(
     workers=(int, Field(1, ge=1, description="Processes checking answers with math-verify.")),
     limit=(int, Field(-1, ge=-1, description="Read at most this many records per input (-1: all).")),
 )
-from curate.pipelines.state import files_signature, output_finished
+from curate.pipelines.state import files_signature
 
 
 def _mcqa_key(context, arguments: dict) -> str:
@@ -59,13 +59,7 @@ def convert_mcqa(params: McqaParameters, overwrite: bool = False) -> dict:
 def mcqa_flow(params: McqaParameters, overwrite: bool = False) -> dict:
     """Convert multiple-choice items to open-answer questions; a rerun on unchanged inputs is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate mcqa --overwrite`)."""
-    output = Path(params.output)
-    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
-    # cache (a rerun returns the same summary); overwrite builds again.
-    finished = not overwrite and output_finished(output)
-    run = convert_mcqa.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
-                                    retry_delay_seconds=30)
-    summary = run(params, overwrite)
+    summary = job_task(convert_mcqa, params.output, overwrite, params.reads_remote)(params, overwrite)
     get_run_logger().info("kept %s of %s items in %s", summary["kept"], summary["kept"] + summary["rejected"],
                           summary["output"])
     return summary

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from curate.builders.jobs import MultihopJob
 from curate.builders.multihop import check_hops, multihop, source_spec
-from curate.flows.common import CorpusParameters, cache_key, job_model, spec_files_signature
+from curate.flows.common import CorpusParameters, cache_key, job_model, job_task, spec_files_signature
 
 
 class SourceProblems(CorpusParameters):
@@ -31,7 +31,6 @@ MultihopParameters = job_model(
     input=(str, Field(min_length=1, description="jsonl/parquet file, directory, glob, or 'hf:ORG/NAME'.")),
     output=(str, Field(min_length=1, description="Dataset directory.")),
 )
-from curate.pipelines.state import output_finished
 
 
 def _multihop_key(context, arguments: dict) -> str:
@@ -53,12 +52,6 @@ def build_multihop(params: MultihopParameters, overwrite: bool = False) -> dict:
 def multihop_flow(params: MultihopParameters, overwrite: bool = False) -> dict:
     """Chain problems so that each answer feeds the next; a rerun on unchanged inputs is served from cache.
     An output folder holding another dataset fails the run unless `overwrite` (as `curate multihop --overwrite`)."""
-    output = Path(params.output)
-    # Up to date by the command's own rule (output_finished): the task is served from Prefect's
-    # cache (a rerun returns the same summary); overwrite builds again.
-    finished = not overwrite and output_finished(output)
-    run = build_multihop.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
-                                      retry_delay_seconds=30)
-    summary = run(params, overwrite)
+    summary = job_task(build_multihop, params.output, overwrite, params.reads_remote)(params, overwrite)
     get_run_logger().info("built %s rows (full/half/single) into %s", summary["rows"], summary["output"])
     return summary

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from curate.builders.jobs import PrimingJob
 from curate.builders.priming import build_priming_set, priming_sets, resolve_preset
-from curate.flows.common import cache_key, job_model
+from curate.flows.common import cache_key, job_model, job_task
 
 PrimingJobParameters = job_model(
     PrimingJob,
@@ -22,7 +22,6 @@ PrimingJobParameters = job_model(
     variant=(str, Field(min_length=1, description="A variant, a comma list (each into OUTPUT/VARIANT), or 'all'.")),
     output=(str, Field(min_length=1, description="Dataset directory (the parent of one per variant when several).")),
 )
-from curate.pipelines.state import output_finished
 
 
 class PrimingParameters(PrimingJobParameters):
@@ -63,11 +62,7 @@ def priming_flow(params: PrimingParameters, overwrite: bool = False) -> list[dic
     summaries = []
     for target, config in priming_sets(params.job()):
         output = str(target)
-        # Up to date by the command's own rule (output_finished): the task is served from Prefect's
-        # cache (a rerun returns the same summary); overwrite builds again.
-        finished = not overwrite and output_finished(target)
-        run = build_priming_variant.with_options(refresh_cache=not finished,
-                                                 retries=2 if params.does_remote_io else 0, retry_delay_seconds=30)
+        run = job_task(build_priming_variant, target, overwrite, params.does_remote_io)
         summary = run(params, config.variant, output, overwrite)
         logger.info("%s: %s rows (acceptance %.1f %%) into %s", config.variant, summary["rows"],
                     100 * summary["acceptance_rate"], output)

@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
-from curate.flows.common import InputParameters, cache_key, job_model, submission_summary
+from curate.flows.common import InputParameters, cache_key, job_model, job_task, submission_summary
 from curate.pipelines.executors import JobSubmitted
 from curate.pipelines.jobs import TagJob
 from curate.pipelines.query import behavior_stats, count_rejects
@@ -47,14 +47,9 @@ def tag_corpus(params: TagParameters) -> dict:
 def tag_flow(params: TagParameters) -> dict:
     """Tag a corpus with a behavior classifier; a rerun with the same inputs and classifier is served from cache."""
     tags_dir = Path(params.output) / params.resolved_classifier
-    # Finished by the rule `build` and `stats` apply to tags (every task of every generation completed): the task is
-    # served from Prefect's cache.
+    # Tags are finished by the rule `build` and `stats` apply to them: every task of every generation completed.
     unfinished, tasks = unfinished_tasks(tags_dir)
-    finished = tasks > 0 and not unfinished
-    # Streaming from the Hub is remote I/O: retry it. A local corpus fails the same way twice.
-    run = tag_corpus.with_options(refresh_cache=not finished, retries=2 if params.reads_remote else 0,
-                                  retry_delay_seconds=30)
-    summary = run(params)
+    summary = job_task(tag_corpus, remote=params.reads_remote, finished=tasks > 0 and not unfinished)(params)
     if "submitted" in summary:
         get_run_logger().info("%s", summary["submitted"])
     else:
