@@ -12,6 +12,7 @@ from pydantic import Field
 from curate.flows.common import cache_key, job_model, job_task, one_of
 from curate.handoff.export import TARGETS, check_export, export, input_files
 from curate.handoff.jobs import ExportJob
+from curate.pipelines.state import files_signature
 
 ExportParameters = job_model(
     ExportJob,
@@ -24,7 +25,6 @@ ExportParameters = job_model(
     to=(Annotated[str, one_of("target", TARGETS)], Field(description="verl | trl | openrlhf | sft | cpt")),
     output=(str, Field(min_length=1, description="Export directory.")),
 )
-from curate.pipelines.state import files_signature
 
 
 def _export_key(context, arguments: dict) -> str:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from curate.builders.jobs import McqaJob
 from curate.builders.mcqa import check_mcqa, input_files, mcqa
 from curate.flows.common import cache_key, job_model, job_task
+from curate.pipelines.state import files_signature
 
 
 class McqaInputs(BaseModel):
@@ -38,7 +39,6 @@ McqaParameters = job_model(
     workers=(int, Field(1, ge=1, description="Processes checking answers with math-verify.")),
     limit=(int, Field(-1, ge=-1, description="Read at most this many records per input (-1: all).")),
 )
-from curate.pipelines.state import files_signature
 
 
 def _mcqa_key(context, arguments: dict) -> str:
