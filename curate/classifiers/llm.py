@@ -250,7 +250,7 @@ class ParseError(ValueError):
     pass
 
 
-def _clean(answer: str) -> str:
+def clean_answer(answer: str) -> str:
     """The answer without its reasoning: what follows the last </think> (a chat template that opens <think> in
     the prompt leaves only the closing tag in the answer), with any complete <think>...</think> removed."""
     closes = list(THINK_END.finditer(answer))
@@ -335,14 +335,14 @@ def _as_count(value: object) -> int:
     return value
 
 
-def _snippet(answer: str) -> str:
+def answer_snippet(answer: str) -> str:
     flat = " ".join(answer.split())
     return repr(flat[:80] + ("…" if len(flat) > 80 else ""))
 
 
 def parse_count(answer: str, behavior: str | None = None) -> int:
     """One behavior's count from a model answer; raises ParseError with the reason."""
-    text = _clean(answer)
+    text = clean_answer(answer)
     if not text:
         raise ParseError("empty answer")
     for obj in json_objects(text):
@@ -362,15 +362,15 @@ def parse_count(answer: str, behavior: str | None = None) -> int:
     if len(labelled) == 1:
         return _as_count(labelled.pop())
     if len(labelled) > 1:
-        raise ParseError(f"conflicting counts {sorted(labelled)} in {_snippet(answer)}")
-    raise ParseError(f"no count in {_snippet(answer)}")
+        raise ParseError(f"conflicting counts {sorted(labelled)} in {answer_snippet(answer)}")
+    raise ParseError(f"no count in {answer_snippet(answer)}")
 
 
 def parse_joint(answer: str) -> tuple[dict[str, int | None], list[str]]:
     """All four counts from one answer; returns (counts, problems). Unreadable ones stay None."""
     counts: dict[str, int | None] = {b: None for b in BEHAVIOR_NAMES}
     try:
-        text = _clean(answer)
+        text = clean_answer(answer)
     except ParseError as error:
         return counts, [str(error)]
     problems: list[str] = []
@@ -396,7 +396,7 @@ def parse_joint(answer: str) -> tuple[dict[str, int | None], list[str]]:
         except ParseError as error:
             problems.append(f"{behavior}: {error}")
     if not found:
-        problems = [f"no counts in {_snippet(answer)}"]
+        problems = [f"no counts in {answer_snippet(answer)}"]
     return counts, problems
 
 

@@ -30,9 +30,9 @@ from curate.classifiers.llm import (
     LLMClassifier,
     ParseError,
     PromptSet,
-    _clean,
-    _snippet,
+    answer_snippet,
     build_payload,
+    clean_answer,
     question_keys,
 )
 from curate.schema import Evidence, Labels
@@ -187,7 +187,7 @@ def _quote_list(value: object, behavior: str) -> list[str]:
 
 def parse_quotes(answer: str, behavior: str) -> list[str]:
     """One behavior's quotes from a model answer; raises ParseError with the reason."""
-    text = _clean(answer)
+    text = clean_answer(answer)
     if not text:
         raise ParseError("empty answer")
     values = json_values(text)
@@ -201,14 +201,14 @@ def parse_quotes(answer: str, behavior: str) -> list[str]:
     for value in values:
         if isinstance(value, list):
             return _quote_list(value, behavior)
-    raise ParseError(f"no quotes in {_snippet(answer)}")
+    raise ParseError(f"no quotes in {answer_snippet(answer)}")
 
 
 def parse_joint_quotes(answer: str) -> tuple[dict[str, list[str] | None], list[str]]:
     """Every behavior's quotes from one answer; returns (quotes, problems). Unreadable behaviors stay None."""
     quotes: dict[str, list[str] | None] = {b: None for b in BEHAVIOR_NAMES}
     try:
-        text = _clean(answer)
+        text = clean_answer(answer)
     except ParseError as error:
         return quotes, [str(error)]
     found: dict[str, object] = {}
@@ -221,7 +221,7 @@ def parse_joint_quotes(answer: str) -> tuple[dict[str, list[str] | None], list[s
             except UnknownBehaviorError:
                 continue
     if not found:
-        return quotes, [f"no quotes in {_snippet(answer)}"]
+        return quotes, [f"no quotes in {answer_snippet(answer)}"]
     problems = []
     for behavior in BEHAVIOR_NAMES:
         if behavior not in found:
