@@ -16,7 +16,7 @@ import pyarrow as pa
 from curate.behaviors import BEHAVIOR_NAMES
 
 EVIDENCE_TYPE = pa.list_(
-    pa.struct([("behavior", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
+    pa.struct([("behavior", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("score", pa.float32())])
 )
 
 SCORES_TYPE = pa.struct([(name, pa.float32()) for name in BEHAVIOR_NAMES])
@@ -39,9 +39,13 @@ ATTRIBUTE_SCHEMA = pa.schema(
 
 @dataclass(frozen=True)
 class Evidence:
+    """A character span of the text that shows `behavior`; `score` is the classifier's probability for that span
+    where it scores spans (spans_v1), None where the span is a cue match."""
+
     behavior: str
     start: int
     end: int
+    score: float | None = None
 
 
 @dataclass
@@ -66,7 +70,7 @@ def attribute_row(
     return {
         "id": doc_id,
         **{b: labels.counts.get(b) for b in BEHAVIOR_NAMES},
-        "evidence": [{"behavior": e.behavior, "start": e.start, "end": e.end} for e in labels.evidence],
+        "evidence": [{"behavior": e.behavior, "start": e.start, "end": e.end, "score": e.score} for e in labels.evidence],
         "scores": None if labels.scores is None else {b: labels.scores.get(b) for b in BEHAVIOR_NAMES},
         "classifier": classifier,
         "model": model,

@@ -69,6 +69,7 @@ BUILTIN: dict[str, str] = {
     "llm_spans_v1": "curate.classifiers.llm_spans",
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
+    "spans_v1": "curate.classifiers.spans",
 }
 
 

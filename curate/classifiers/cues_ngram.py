@@ -93,9 +93,12 @@ class NgramFeatures:
 
     def term_counts(self, text: str) -> Counter[int]:
         """How often each vocabulary n-gram occurs in the text (those of `ngrams(text)` that are in the vocabulary)."""
-        tokens = tokens_of(text)
+        return Counter(self.hits(tokens_of(text))[1])
+
+    def hits(self, tokens: Sequence[str]) -> tuple[list[int], list[int]]:
+        """Every vocabulary n-gram among the tokens (`tokens_of`): the position of its first token, its column."""
         vocabulary, prefixes, longest = self.vocabulary, self._prefixes, self.longest
-        counts: Counter[int] = Counter()
+        positions, columns = [], []
         for i, gram in enumerate(tokens):
             for n in range(1, longest + 1):
                 if n > 1:
@@ -104,8 +107,9 @@ class NgramFeatures:
                     gram = f"{gram} {tokens[i + n - 1]}"
                 index = vocabulary.get(gram)
                 if index is not None:
-                    counts[index] += 1
-        return counts
+                    positions.append(i)
+                    columns.append(index)
+        return positions, columns
 
     def tfidf(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """The text's nonzero TF-IDF entries: (columns, values), the values L2-normed."""
