@@ -11,6 +11,11 @@ per document.
 
 A model directory holds `heads.npz` (plain arrays, loaded without pickle: a model directory is
 data, never code) and `distilled.json` (embedding model, head type, thresholds, metrics, label source).
+
+Sentence level (`curate distill --level sentence`, `"level": "sentence"` in distilled.json): the heads score each
+unit of a text (`spans.units`: sentences, or lines), trained on a span-giving teacher's unit decisions (spans_v1's
+evidence units). A behavior is present when one unit reaches its threshold, its count is the number of such units
+and its evidence those units with their scores, as spans_v1 reports them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, register
+from curate.classifiers.spans import labels_from_units, units
 from curate.errors import CurateError
 from curate.schema import Labels
 
@@ -36,6 +42,10 @@ FORMAT_VERSION = 1
 # instead of finding no head; logistic model directories stay at 1, byte-compatible with older ones.
 MLP_FORMAT_VERSION = 2
 HEAD_KINDS = ("logistic", "mlp")
+# Sentence-level heads (of either type) say format_version 3: code that reads only document-level heads refuses the
+# directory instead of scoring whole documents with heads trained on sentences.
+SENTENCE_FORMAT_VERSION = 3
+LEVELS = ("document", "sentence")
 DEFAULT_MAX_CHUNKS = 8
 
 
@@ -192,9 +202,12 @@ def load_model_dir(model_dir: str | Path) -> tuple[dict, Heads]:
             "train one with `curate distill --labels TAGS --texts CORPUS --output MODEL_DIR`"
         )
     metadata = json.loads((root / METADATA).read_text())
-    if metadata.get("format_version") not in (FORMAT_VERSION, MLP_FORMAT_VERSION):
+    if metadata.get("format_version") not in (FORMAT_VERSION, MLP_FORMAT_VERSION, SENTENCE_FORMAT_VERSION):
         raise DistilledModelError(f"{root / METADATA}: format_version {metadata.get('format_version')!r}, "
-                                  f"expected {FORMAT_VERSION} or {MLP_FORMAT_VERSION}")
+                                  f"expected {FORMAT_VERSION}, {MLP_FORMAT_VERSION} or {SENTENCE_FORMAT_VERSION}")
+    if (metadata.get("format_version") == SENTENCE_FORMAT_VERSION) != (model_level(metadata) == "sentence"):
+        raise DistilledModelError(f"{root / METADATA}: level {model_level(metadata)!r} does not go with "
+                                  f"format_version {metadata['format_version']}")
     kind = head_kind(metadata)
     heads = Heads.load(root / HEADS, kind)
     for b in heads.behaviors:
@@ -202,6 +215,14 @@ def load_model_dir(model_dir: str | Path) -> tuple[dict, Heads]:
             raise DistilledModelError(f"{root / HEADS}: {kind} head {b} takes {heads.input_dimension(b)}-d input, "
                                       f"expected {metadata['embedding_dimension']}")
     return metadata, heads
+
+
+def model_level(metadata: dict) -> str:
+    """What the heads score: whole documents (every directory written before sentence level) or units."""
+    level = metadata.get("level", "document")
+    if level not in LEVELS:
+        raise DistilledModelError(f"distilled model records level {level!r}; this version reads {', '.join(LEVELS)}")
+    return level
 
 
 def head_kind(metadata: dict) -> str:
@@ -226,7 +247,10 @@ class DistilledClassifier(Classifier):
                 f"embedding model {self.metadata['embedding_model']!r} gives {self.embedder.dimension}-d vectors; "
                 f"the heads in {self.model_dir} expect {self.metadata['embedding_dimension']}"
             )
-        self.model = f"{self.metadata['embedding_model']} + heads on {self.metadata['label_classifier']} labels ({self.model_dir})"
+        self.level = model_level(self.metadata)
+        scope = "unit " if self.level == "sentence" else ""
+        self.model = (f"{self.metadata['embedding_model']} + {scope}heads on {self.metadata['label_classifier']} labels "
+                      f"({self.model_dir})")
         self.prompt_version = f"heads-{file_digest(self.model_dir / HEADS)}"
         missing = [b for b in BEHAVIOR_NAMES if b not in self.heads.behaviors]
         self._missing_reason = (
@@ -240,6 +264,8 @@ class DistilledClassifier(Classifier):
     def classify(self, texts: Sequence[str]) -> list[Labels]:
         if not texts:
             return []
+        if self.level == "sentence":
+            return self._classify_units(texts)
         scores = self.scores(texts)
         labels = []
         for i in range(len(texts)):
@@ -248,6 +274,31 @@ class DistilledClassifier(Classifier):
                 counts[b] = int(s[i] >= self.heads.thresholds[b])
             labels.append(Labels(counts=counts, error=self._missing_reason,
                                  scores={b: float(s[i]) for b, s in scores.items()}))
+        return labels
+
+
+    def _classify_units(self, texts: Sequence[str]) -> list[Labels]:
+        """Every unit of every text embedded in one pass, scored, and gathered back per text as spans_v1 does."""
+        spans = [units(text) for text in texts]
+        pieces = [text[s:e] for text, text_spans in zip(texts, spans) for s, e in text_spans]
+        scores = self.scores(pieces) if pieces else {}
+        # A behavior without a head can never reach an infinite threshold; its count is then set to unknown.
+        thresholds = np.array([self.heads.thresholds.get(b, np.inf) for b in BEHAVIOR_NAMES])
+        labels, first = [], 0
+        for text_spans in spans:
+            last = first + len(text_spans)
+            probabilities = np.zeros((len(text_spans), len(BEHAVIOR_NAMES)))
+            for k, behavior in enumerate(BEHAVIOR_NAMES):
+                if behavior in scores:
+                    probabilities[:, k] = scores[behavior][first:last]
+            label = labels_from_units(text_spans, probabilities, thresholds)
+            for behavior in BEHAVIOR_NAMES:
+                if behavior not in self.heads.behaviors:
+                    label.counts[behavior] = None
+                    del label.scores[behavior]
+            label.error = self._missing_reason
+            labels.append(label)
+            first = last
         return labels
 
 

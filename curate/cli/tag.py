@@ -164,11 +164,18 @@ def distill(job: DistillJob) -> None:
         curate tag --input big_corpus/ --classifier distilled:models/distilled-cues --output tags
 
         curate tag-llm --gate distilled:models/distilled-cues ...   (the heads as the cascade's gate)
+
+        curate tag --input corpus/ --classifier spans_v1 --output tags
+
+        curate distill --level sentence --labels tags/spans_v1 --texts corpus/ --output models/distilled-spans
+
+        (sentence level: one score per sentence or line, trained on spans_v1's evidence units, tagged with evidence)
     """
     from curate.pipelines.distill import distill as run_distill_job
 
     report = run_distill_job(job)
-    table = Table(title=f"distilled_v1 ← {report.label_classifier} labels → {report.model_dir}", title_justify="left")
+    scope = "unit labels (per unit)" if report.level == "sentence" else "labels"
+    table = Table(title=f"distilled_v1 ← {report.label_classifier} {scope} → {report.model_dir}", title_justify="left")
     for column in ("behavior", "train +/-", "test +/-", "threshold", "precision", "recall", "F1", "AUC", "acc (majority)"):
         table.add_column(column, justify="left" if column == "behavior" else "right")
     fmt = lambda v: "-" if v is None else f"{v:.3f}"
@@ -182,6 +189,7 @@ def distill(job: DistillJob) -> None:
     console.print(table)
     summary("Run", [
         ("documents used", f"{report.documents:,}"),
+        *([("units (sentences or lines)", f"{report.units:,}")] if report.level == "sentence" else []),
         ("labelled ids without a text", f"{report.unmatched_ids:,}"),
         ("rejected records skipped", f"{report.skipped_rejects:,}"),
         ("embedding model", report.embedding_model),

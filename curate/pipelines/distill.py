@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,11 +24,14 @@ from curate.classifiers.distilled import (
     FORMAT_VERSION,
     HEAD_KINDS,
     HEADS,
+    LEVELS,
     METADATA,
     MLP_FORMAT_VERSION,
+    SENTENCE_FORMAT_VERSION,
     Embedder,
     Heads,
 )
+from curate.classifiers.spans import units
 from curate.console import ProgressBar
 from curate.errors import CurateError
 from curate.files import atomic_folder
@@ -36,6 +40,8 @@ from curate.pipelines.query import attribute_shards
 from curate.pipelines.readers import InputSpec, is_reject, make_reader
 
 PR_PLOT = "pr_curves.png"
+UNIT_LABEL_RULE = ("a unit (spans.units) is positive for a behavior when one of the teacher's evidence spans of it "
+                   "overlaps the unit; unknown where the teacher could not tell or said present without evidence")
 MIN_TEST_POSITIVES = 5
 EARLY_STOPPING_ROWS = 1000
 
@@ -70,14 +76,17 @@ class DistillReport:
     embedding_model: str
     behaviors: list[BehaviorReport] = field(default_factory=list)
     seconds: float = 0.0
+    level: str = "document"
+    units: int | None = None  # sentence level: the units the heads were trained, tuned and tested on
 
     @property
     def warnings(self) -> list[str]:
         return [f"{r.behavior}: {r.warning}" for r in self.behaviors if r.warning]
 
 
-def load_labels(tags: str | Path) -> tuple[dict[str, tuple], list[str]]:
+def load_labels(tags: str | Path, evidence: bool = False) -> tuple[dict[str, tuple], list[str]]:
     """id -> per-behavior presence (1, 0, or None when the source could not tell), and the classifier names.
+    With `evidence`, id -> (that presence, the row's evidence as (behavior, start, end) tuples).
 
     Rows with an error are left out: their counts are not labels. LLM shards from a cascade also hold
     rows the gate ruled out; those are the gate's verdict, not the LLM's, so only route 'llm' counts."""
@@ -96,9 +105,13 @@ def load_labels(tags: str | Path) -> tuple[dict[str, tuple], list[str]]:
         presence = ", ".join(
             f"any_value(CASE WHEN {b} IS NULL THEN NULL ELSE ({b} > 0)::INT END) AS {b}" for b in BEHAVIOR_NAMES
         )
+        if evidence:
+            presence += ", any_value(evidence) AS evidence"
         rows = connection.sql(f"SELECT id, {presence} FROM {source} WHERE {where} GROUP BY id", params={"f": files}).fetchall()
         classifiers = [r[0] for r in connection.sql(f"SELECT DISTINCT classifier FROM {source} ORDER BY 1",
                                                     params={"f": files}).fetchall()]
+    if evidence:
+        return {r[0]: (tuple(r[1:-1]), [(e["behavior"], e["start"], e["end"]) for e in r[-1] or []]) for r in rows}, classifiers
     return {r[0]: tuple(r[1:]) for r in rows}, classifiers
 
 
@@ -225,6 +238,78 @@ def _matched_texts(spec: InputSpec, labels: dict[str, tuple], limit: int, progre
     return ids, texts, rejects
 
 
+def unit_targets(spans: Sequence[tuple[int, int]], evidence: Iterable[tuple[str, int, int]]) -> np.ndarray:
+    """(units, behaviors) 0/1: a unit is positive for a behavior when a (behavior, start, end) span overlaps it."""
+    targets = np.zeros((len(spans), len(BEHAVIOR_NAMES)), dtype=int)
+    if not spans:
+        return targets
+    starts, ends = np.array([s for s, _ in spans]), np.array([e for _, e in spans])
+    for behavior, start, end in evidence:
+        targets[(starts < end) & (ends > start), BEHAVIOR_NAMES.index(behavior)] = 1
+    return targets
+
+
+def unit_labels(spans: Sequence[tuple[int, int]], presence: tuple, evidence: Iterable[tuple[str, int, int]]) -> np.ndarray:
+    """A document's unit labels by UNIT_LABEL_RULE: its evidence, and -1 (unknown) for a behavior the teacher could
+    not tell, or said present without pointing at any unit of it."""
+    targets = unit_targets(spans, evidence)
+    for k, present in enumerate(presence):
+        if present is None or (present and not targets[:, k].any()):
+            targets[:, k] = -1
+    return targets
+
+
+def _embed(embedder: Embedder, texts: list[str], progress: bool) -> np.ndarray:
+    batches = range(0, len(texts), 256)
+    with ProgressBar("embedding", total=len(batches), enabled=progress, unit="batch") as bar:
+        chunks = []
+        for i in batches:
+            chunks.append(embedder.embed(texts[i:i + 256]))
+            bar.advance()
+    return np.concatenate(chunks) if chunks else np.zeros((0, embedder.dimension), dtype=np.float32)
+
+
+def fit_heads(x: np.ndarray, y: np.ndarray, split: np.ndarray, head: str = "logistic", regularization: float = 1.0,
+              seed: int = 0, hidden: int = 256, min_positives: int = 5):
+    """One head per behavior trained on the rows of split 0, its threshold the best F1 on split 1, its metrics
+    measured on split 2 (when it has rows). `y` is (rows, behaviors): 1, 0, or -1 where the label is unknown
+    (left out). Returns (heads, one BehaviorReport per behavior, PR curves on the test rows)."""
+    heads, reports, curves = Heads(kind=head), [], {}
+    for column, behavior in enumerate(BEHAVIOR_NAMES):
+        known = y[:, column] >= 0
+        labels = np.maximum(y[:, column], 0)
+        parts = {name: known & (split == k) for k, name in enumerate(("train", "validation", "test"))}
+        counts = {name: {"positive": int(labels[m].sum()), "negative": int((1 - labels[m]).sum())}
+                  for name, m in parts.items()}
+        result = BehaviorReport(behavior=behavior, label_counts=counts, trained=False)
+        reports.append(result)
+        train_pos, train_neg = counts["train"]["positive"], counts["train"]["negative"]
+        if train_pos < min_positives or train_neg < min_positives:
+            result.warning = (
+                f"too few {'positive' if train_pos < min_positives else 'negative'} labels to train "
+                f"({train_pos} positive, {train_neg} negative in train; need {min_positives} each): no head, "
+                "tags will say unknown (null) for this behavior"
+            )
+            continue
+        fit_behavior(heads, behavior, x[parts["train"]], labels[parts["train"]], regularization, seed, hidden)
+        scored = _one(heads, behavior).scores
+        result.threshold = best_threshold(labels[parts["validation"]], scored(x[parts["validation"]])[behavior])
+        heads.thresholds[behavior] = result.threshold
+        result.trained = True
+        if not parts["test"].any():
+            continue
+        test_y, test_scores = labels[parts["test"]], scored(x[parts["test"]])[behavior]
+        _metrics(result, test_y, test_scores)
+        if 0 < test_y.sum() < len(test_y):
+            from sklearn.metrics import precision_recall_curve
+
+            precision, recall, _ = precision_recall_curve(test_y, test_scores)
+            curves[behavior] = (recall, precision, result.auc)
+        if counts["test"]["positive"] < MIN_TEST_POSITIVES:
+            result.warning = f"only {counts['test']['positive']} positives in the test split: its metrics are unreliable"
+    return heads, reports, curves
+
+
 def _refuse_filled(output: Path) -> None:
     if output.exists() and any(output.iterdir()):
         raise DistillError(f"{output} exists and is not empty; give a new --output directory")
@@ -246,14 +331,19 @@ def train_distilled(
     progress: bool = True,
     head: str = "logistic",
     hidden: int = 256,
+    level: str = "document",
 ) -> DistillReport:
-    """`regularization`: C of the logistic heads (default 1.0), or the MLP's L2 alpha (head="mlp"; give e.g. 1e-3)."""
+    """`regularization`: C of the logistic heads (default 1.0), or the MLP's L2 alpha (head="mlp"; give e.g. 1e-3).
+    `level` "sentence": one head input per unit (`spans.units`), labelled from the teacher's evidence (UNIT_LABEL_RULE);
+    splits are still drawn by document, and the metrics are per unit."""
     if head not in HEAD_KINDS:
         raise DistillError(f"unknown head {head!r}; expected one of {', '.join(HEAD_KINDS)}")
+    if level not in LEVELS:
+        raise DistillError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     started = time.time()
     output = Path(output).expanduser()
     _refuse_filled(output)
-    labels, classifiers = load_labels(labels_dir)
+    labels, classifiers = load_labels(labels_dir, evidence=level == "sentence")
     if not labels:
         raise DistillError(f"no usable labels in {labels_dir}: every row has an error (or none was routed to the LLM)")
     ids, texts, rejects = _matched_texts(spec, labels, limit, progress)
@@ -268,53 +358,31 @@ def train_distilled(
         raise DistillError(f"only {len(ids)} labelled documents matched a text; at least 10 are needed for train/validation/test")
 
     embedder = Embedder(embedding_model, max_chunks=max_chunks, batch_size=batch_size)
-    batches = range(0, len(texts), 256)
-    with ProgressBar("embedding", total=len(batches), enabled=progress, unit="batch") as bar:
-        chunks = []
-        for i in batches:
-            chunks.append(embedder.embed(texts[i:i + 256]))
-            bar.advance()
-    embeddings = np.concatenate(chunks)
-    matrix = np.asarray([labels[i] for i in ids], dtype=object)
     split = _split(len(ids), seed, validation, test)
+    if level == "sentence":
+        # Units inherit their document's part: no document has units on both sides of the held-out line.
+        rows, y, unit_split = [], [], []
+        for text, doc_id, part in zip(texts, ids, split):
+            presence, evidence = labels[doc_id]
+            spans = units(text)
+            rows += [text[s:e] for s, e in spans]
+            y.append(unit_labels(spans, presence, evidence))
+            unit_split += [part] * len(spans)
+        y = np.concatenate(y) if rows else np.zeros((0, len(BEHAVIOR_NAMES)), dtype=int)
+        split = np.asarray(unit_split, dtype=np.int8)
+    else:
+        rows = texts
+        y = np.asarray([[-1 if v is None else v for v in labels[i]] for i in ids], dtype=int)
+    embeddings = _embed(embedder, rows, progress)
 
     report = DistillReport(
         model_dir=output, documents=len(ids), labelled_ids=len(labels), unmatched_ids=len(labels) - len(ids) if limit < 0 else 0,
         skipped_rejects=rejects, label_classifier="+".join(classifiers), embedding_model=embedding_model,
+        level=level, units=len(rows) if level == "sentence" else None,
     )
-    heads, curves = Heads(kind=head), {}
-    for column, behavior in enumerate(BEHAVIOR_NAMES):
-        known = np.asarray([v is not None for v in matrix[:, column]])
-        y = np.asarray([v or 0 for v in matrix[:, column]], dtype=int)
-        parts = {name: known & (split == k) for k, name in enumerate(("train", "validation", "test"))}
-        counts = {name: {"positive": int(y[m].sum()), "negative": int((1 - y[m]).sum())} for name, m in parts.items()}
-        result = BehaviorReport(behavior=behavior, label_counts=counts, trained=False)
-        report.behaviors.append(result)
-        train_pos, train_neg = counts["train"]["positive"], counts["train"]["negative"]
-        if train_pos < min_positives or train_neg < min_positives:
-            result.warning = (
-                f"too few {'positive' if train_pos < min_positives else 'negative'} labels to train "
-                f"({train_pos} positive, {train_neg} negative in train; need {min_positives} each): no head, "
-                "tags will say unknown (null) for this behavior"
-            )
-            continue
-        fit_behavior(heads, behavior, embeddings[parts["train"]], y[parts["train"]], regularization, seed, hidden)
-        scored = _one(heads, behavior).scores
-        result.threshold = best_threshold(y[parts["validation"]], scored(embeddings[parts["validation"]])[behavior])
-        heads.thresholds[behavior] = result.threshold
-        result.trained = True
-        test_y, test_scores = y[parts["test"]], scored(embeddings[parts["test"]])[behavior]
-        _metrics(result, test_y, test_scores)
-        if 0 < test_y.sum() < len(test_y):
-            from sklearn.metrics import precision_recall_curve
-
-            precision, recall, _ = precision_recall_curve(test_y, test_scores)
-            curves[behavior] = (recall, precision, result.auc)
-        if counts["test"]["positive"] < MIN_TEST_POSITIVES:
-            result.warning = f"only {counts['test']['positive']} positives in the test split: its metrics are unreliable"
-
+    heads, report.behaviors, curves = fit_heads(embeddings, y, split, head, regularization, seed, hidden, min_positives)
     metadata = {
-        "format_version": FORMAT_VERSION if head == "logistic" else MLP_FORMAT_VERSION,
+        "format_version": model_format(head, level),
         "classifier": "distilled_v1",
         "label_classifier": report.label_classifier,
         "labels": str(Path(labels_dir).expanduser().resolve()),
@@ -333,6 +401,25 @@ def train_distilled(
         "behaviors": {r.behavior: {k: v for k, v in asdict(r).items() if k != "behavior"} for r in report.behaviors},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if level == "sentence":
+        # Document-level directories keep the keys they always had; a sentence-level one says how its labels were made.
+        metadata["level"] = "sentence"
+        metadata["units"] = report.units
+        metadata["unit_labels"] = UNIT_LABEL_RULE
+    write_model(output, heads, metadata, curves)
+    report.seconds = time.time() - started
+    return report
+
+
+def model_format(head: str, level: str) -> int:
+    """The format_version a model directory of this head type and level records."""
+    if level == "sentence":
+        return SENTENCE_FORMAT_VERSION
+    return FORMAT_VERSION if head == "logistic" else MLP_FORMAT_VERSION
+
+
+def write_model(output: Path, heads: Heads, metadata: dict, curves: dict | None = None) -> None:
+    """Writes a model directory (heads, metadata, PR plot when there are curves) that `distilled_v1` loads."""
     # The model folder appears whole or not at all; an empty one gives way to it, one filled while the heads
     # trained is refused again rather than replaced.
     with atomic_folder(output) as staging:
@@ -341,8 +428,6 @@ def train_distilled(
             _plot(curves, staging / PR_PLOT)
         (staging / METADATA).write_text(json.dumps(metadata, indent=2))
         _refuse_filled(output)
-    report.seconds = time.time() - started
-    return report
 
 
 def distill(job: DistillJob, progress: bool = True) -> DistillReport:
@@ -350,5 +435,5 @@ def distill(job: DistillJob, progress: bool = True) -> DistillReport:
     return train_distilled(
         job.labels, job.corpus, job.output, embedding_model=job.embedding_model, max_chunks=job.max_chunks,
         validation=job.validation, test=job.test, min_positives=job.min_positives, regularization=job.regularization,
-        seed=job.seed, limit=job.limit, batch_size=job.batch_size, progress=progress, head=job.head,
+        seed=job.seed, limit=job.limit, batch_size=job.batch_size, progress=progress, head=job.head, level=job.level,
     )

@@ -251,6 +251,8 @@ class DistillJob:
     regularization: float = option("Inverse L2 strength C of logistic heads; L2 alpha of MLP heads.", default=1.0,
                                    min=1e-6)
     head: str = option("Head per behavior: logistic (linear) or mlp (one hidden layer of 256).", default="logistic")
+    level: str = option("What a head scores: document (whole texts, document labels) or sentence (each unit, labelled "
+                        "from the teacher's evidence spans, e.g. spans_v1's).", default="document")
     seed: int = option("Seed of the train/validation/test split.", default=0)
     limit: int = option("Use at most this many labelled documents (-1: all).", default=-1)
     batch_size: int = option("Text windows per embedding batch.", default=64, min=1)

@@ -86,7 +86,7 @@ def test_distill_job_hands_train_distilled_the_options_of_the_command(tmp_path):
     defaults = job_from(DistillJob, ["--labels", "t", "--texts", str(corpus), "-o", "m"])
     trainer = inspect.signature(train_distilled).parameters
     for name in ("embedding_model", "max_chunks", "validation", "test", "min_positives", "regularization", "seed",
-                 "limit", "batch_size", "head"):
+                 "limit", "batch_size", "head", "level"):
         assert getattr(defaults, name) == trainer[name].default, name
     assert (defaults.embedding_model, defaults.max_chunks) == (DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CHUNKS)
 
