@@ -9,11 +9,13 @@ keep every line. `--verbose` leaves the stream alone.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
 import time
 from collections.abc import Callable
+from typing import Self
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LOG_HEAD = r"(\[NODE \d+\] )?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \| "
@@ -22,20 +24,39 @@ _ROUTINE_LOG = re.compile(_LOG_HEAD + r"(TRACE|DEBUG|INFO|SUCCESS)\s*\|")
 # command reports it where it surfaces (one line for an error the user can fix, Python's traceback for a bug), and
 # the task's log file keeps the traceback.
 _TASK_FAILURE_LOG = re.compile(_LOG_HEAD + r"ERROR\s*\| datatrove\.executor\.base:_run_for_rank:")
+# When a sink cannot write, loguru prints the record and the sink's traceback between these two lines. On a full disk
+# that is the task's log file failing to log the task's own failure: the command reports the full disk itself, and the
+# block (~40 lines before its one-line error) is dropped. A sink failing for any other reason is still shown.
+_SINK_ERROR_START = "--- Logging error in Loguru Handler"
+_SINK_ERROR_END = "--- End of logging error ---"
+_DISK_FULL_ERRORS = tuple(f"[Errno {code}]" for code in (errno.ENOSPC, errno.EDQUOT))
 
 
 class RoutineLogFilter:
-    """A text stream that passes everything except routine (INFO and below) loguru messages and the traceback of a
-    failed task that datatrove raises again."""
+    """A text stream that passes everything except routine (INFO and below) loguru messages, the traceback of a
+    failed task that datatrove raises again, and loguru's report of a log file that a full disk could not take."""
 
     def __init__(self, stream):
         self._stream = stream
+        self._sink_error: list[str] | None = None  # the lines of a loguru sink error, held until its end line
 
     def write(self, text: str) -> int:
+        if self._sink_error is not None or text.startswith(_SINK_ERROR_START):
+            return self._hold_sink_error(text)
         head = _ANSI.sub("", text[:200])
         if _ROUTINE_LOG.match(head) or _TASK_FAILURE_LOG.match(head):
             return len(text)
         return self._stream.write(text)
+
+    def _hold_sink_error(self, text: str) -> int:
+        if self._sink_error is None:
+            self._sink_error = []
+        self._sink_error.append(text)
+        if text.startswith(_SINK_ERROR_END):
+            report, self._sink_error = "".join(self._sink_error), None
+            if not any(code in report for code in _DISK_FULL_ERRORS):
+                self._stream.write(report)
+        return len(text)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -120,7 +141,7 @@ class ProgressBar:
             self._bar = None
         self._plain = None
 
-    def __enter__(self) -> ProgressBar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -52,7 +52,7 @@ from curate.data_cards.cards import (
     split_configs,
 )
 from curate.dataset_files import dataset_files
-from curate.errors import CurateError
+from curate.errors import CurateError, InputError, OptionError
 from curate.files import write_text_atomic
 from curate.pipelines.decontam import decontaminate_dataset, parse_against
 from curate.pipelines.dedup import dedup_dataset
@@ -994,9 +994,9 @@ def check_mcqa(job: McqaJob) -> None:
     """What `curate mcqa` and the mcqa flow refuse before anything is claimed or read: a model without --reformulate
     (or the reverse), an unknown format, a wrong LLM backend, a local input that names no file."""
     if job.model and not job.reformulate:
-        raise ValueError("--model applies to --reformulate only")
+        raise OptionError("--model applies to --reformulate only")
     if job.reformulate and not job.model:
-        raise ValueError("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
+        raise OptionError("--reformulate needs --model M (and --backend vllm|endpoint|transformers)")
     if job.format not in FORMATS:
         raise FormatError(f"unknown format {job.format!r}; choose one of {', '.join(FORMATS)}")
     if job.llm:
@@ -1006,7 +1006,7 @@ def check_mcqa(job: McqaJob) -> None:
             try:
                 input_files(path)
             except FileNotFoundError as error:  # a ValueError, so that a flow reports it as a parameter error
-                raise ValueError(str(error)) from None
+                raise InputError(str(error)) from None
 
 
 def mcqa(job: McqaJob, progress: bool = True, refresh: bool = False) -> McqaResult | None:

@@ -62,6 +62,7 @@ from curate.data_cards.cards import (
     size_category,
     split_configs,
 )
+from curate.errors import InputError, OptionError
 from curate.files import atomic_open, write_text_atomic
 from curate.pipelines.decontam import decontam_card_section, decontaminate
 from curate.pipelines.dedup import dedup as run_dedup
@@ -163,11 +164,11 @@ def parse_hop_range(text: str) -> tuple[int, int]:
     """'3' -> (3, 3); '2-4' -> (2, 4). Chains need at least 2 hops."""
     match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
     if not match:
-        raise ValueError(f"--hops {text!r}: expected a number of hops or a range such as 2-4")
+        raise OptionError(f"--hops {text!r}: expected a number of hops or a range such as 2-4")
     low = int(match.group(1))
     high = int(match.group(2) or low)
     if not 2 <= low <= high <= MAX_HOPS:
-        raise ValueError(f"--hops {text!r}: need 2 <= low <= high <= {MAX_HOPS}")
+        raise OptionError(f"--hops {text!r}: need 2 <= low <= high <= {MAX_HOPS}")
     return low, high
 
 
@@ -276,7 +277,7 @@ class ChainBuilder:
 
     def __init__(self, problems: list[SourceProblem], seed: int = 0, max_ratio: float = 10.0, tries_per_link: int = 64):
         if max_ratio <= 1:
-            raise ValueError("max_ratio must be greater than 1")
+            raise OptionError("max_ratio must be greater than 1")
         self.problems = problems
         self.rng = random.Random(seed)
         self.max_ratio = max_ratio
@@ -328,9 +329,9 @@ class ChainBuilder:
     def build(self, n: int, hops: tuple[int, int], stats: MultihopStats, link_rejects, chain_rejects,
               progress: bool = True, max_attempts: int | None = None) -> list[list[Hop]]:
         if not self.starts:
-            raise ValueError("no usable source problem with a positive answer")
+            raise InputError("no usable source problem with a positive answer")
         if not self.slot_values:
-            raise ValueError("no source problem has a number that a previous answer could replace")
+            raise InputError("no source problem has a number that a previous answer could replace")
         max_attempts = max_attempts or 10 * n + 100
         chains: list[list[Hop]] = []
         with ProgressBar("chains", total=n, enabled=progress, unit="chain") as bar:
@@ -479,7 +480,7 @@ def run_multihop(
     """Builds the chains. `dedup` / `decontam` (benchmarks as `curate decontam --against`) clean the source
     problems before chaining, so that the full, half and single sets stay built from the same problems."""
     if n < 1:
-        raise ValueError("n must be at least 1")
+        raise OptionError("n must be at least 1")
     output = Path(output)
     (output / STATE).mkdir(parents=True, exist_ok=True)
     parameters = {
@@ -492,7 +493,7 @@ def run_multihop(
         problems, stats = load_sources(spec, answer_key=answer_key, progress=progress, excluded=excluded,
                                        out=sources_out)
     if not problems:
-        raise ValueError(f"no usable source problem in {spec.path} ({dict(stats.source_rejects)})")
+        raise InputError(f"no usable source problem in {spec.path} ({dict(stats.source_rejects)})")
 
     builder = ChainBuilder(problems, seed=seed, max_ratio=max_ratio, tries_per_link=tries_per_link)
     with atomic_open(output / "rejects" / "links.jsonl") as links, atomic_open(output / "rejects" / "chains.jsonl") as failed:
@@ -555,7 +556,7 @@ def clean_sources(
     if not (dedup or decontam):
         return excluded, sections
     if spec.is_hub:
-        raise ValueError("--dedup / --decontam read the source problems from local files: save the hub split as "
+        raise OptionError("--dedup / --decontam read the source problems from local files: save the hub split as "
                          "jsonl or parquet first")
     if dedup:
         stage = output / STATE / "sources_dedup"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior
 from curate.classifiers.base import Classifier, register
+from curate.errors import InputError, OptionError
 from curate.hf_tokenizers import load_tokenizer
 from curate.schema import Labels
 
@@ -57,7 +58,7 @@ def read_prompt_files(directory: Path) -> tuple[dict[str, str], str]:
         digest.update(path.name.encode() + b"\0" + content.encode() + b"\0")
         texts[path.stem] = content.strip()
     if "{document}" not in texts.get("document", ""):
-        raise ValueError(f"{directory}/document.txt must contain the placeholder {{document}}")
+        raise InputError(f"{directory}/document.txt must contain the placeholder {{document}}")
     return texts, f"{directory.name}-{digest.hexdigest()[:12]}"
 
 
@@ -125,7 +126,7 @@ def count_schema(question_key: str) -> dict:
 
 def question_keys(mode: str) -> list[str]:
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise OptionError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     return [JOINT] if mode == JOINT else list(BEHAVIOR_NAMES)
 
 
@@ -192,7 +193,7 @@ class Truncator:
 
     def __init__(self, tokenizer_name_or_path: str, max_tokens: int = DEFAULT_MAX_DOC_TOKENS):
         if max_tokens < 16:
-            raise ValueError("--max-doc-tokens must be at least 16")
+            raise OptionError("--max-doc-tokens must be at least 16")
         self.tokenizer_name_or_path = tokenizer_name_or_path
         self.max_tokens = max_tokens
 
@@ -201,13 +202,13 @@ class Truncator:
         try:
             tokenizer = load_tokenizer(self.tokenizer_name_or_path)
         except Exception as error:
-            raise ValueError(
+            raise OptionError(
                 f"cannot load the tokenizer {self.tokenizer_name_or_path!r} to truncate documents "
                 f"({type(error).__name__}: {error}). For an endpoint serving a model whose tokenizer is not on the "
                 "hub or on disk, pass --tokenizer with a compatible one."
             ) from error
         if not tokenizer.is_fast:
-            raise ValueError(f"tokenizer {self.tokenizer_name_or_path!r} has no fast version; offsets are needed to cut text")
+            raise OptionError(f"tokenizer {self.tokenizer_name_or_path!r} has no fast version; offsets are needed to cut text")
         return tokenizer
 
     def __call__(self, text: str) -> tuple[str, bool, int]:
@@ -435,7 +436,7 @@ class LLMClassifier(Classifier):
         chat_template_kwargs: dict | None = None,
     ):
         if not model:
-            raise ValueError("llm_v1 needs a model (a hub name or a local directory)")
+            raise OptionError("llm_v1 needs a model (a hub name or a local directory)")
         question_keys(mode)
         self.model = model
         self.mode = mode

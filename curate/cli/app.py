@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import click
@@ -28,25 +31,35 @@ console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 RICH_HELP_MIN_COLUMNS = 140
 
 # typer's own signals: its exit, abort and usage errors. typer 0.2x bundles its own click (typer._click), whose
-# Exit and Abort are typer.Exit and typer.Abort (RuntimeErrors, so USER_ERRORS would swallow them as "error: ")
+# Exit and Abort are typer.Exit and typer.Abort (RuntimeErrors, which an older USER_ERRORS swallowed as "error: ")
 # and whose usage errors derive from typer.TyperException, not click's; older typer uses click's classes.
 TYPER_SIGNALS = tuple(dict.fromkeys([
     typer.Exit, typer.Abort, getattr(typer, "TyperException", click.ClickException),
     click.exceptions.Exit, click.exceptions.Abort, click.ClickException,
 ]))
 
-# What a command may raise for a reason the user can fix: curate's own errors, and the builtins that the
-# libraries curate calls raise for a missing file or a malformed value (their messages name the file or value).
-USER_ERRORS = (CurateError, OSError, ValueError, RuntimeError)
+# What a command may raise for a reason the user can fix: curate's own errors (bad options, bad input files, a
+# missing model, a server that does not answer: curate/errors.py), and OSError, which the filesystem and the
+# libraries curate calls raise for a missing file, a refused permission or a full disk (their messages name the
+# file). Any other exception, a plain ValueError or RuntimeError included, is a bug and keeps its traceback.
+USER_ERRORS = (CurateError, OSError)
+
+# A write that failed for want of space: the disk is full, or the user's quota is.
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
 class CurateGroup(TyperGroup):
     """The one error runner: every command's errors are mapped here, once.
 
-    A submitted Slurm job is not an error (exit 0, with what to do next); a `CurateError` or one of
-    USER_ERRORS becomes one red line and exit 2; Ctrl-C or SIGTERM says how to resume and exits 130 (writers
-    leave what they had not finished under `.partial` names, which the rerun replaces); anything else is a
-    bug and keeps its traceback."""
+    A submitted Slurm job is not an error (exit 0, with what to do next); a `CurateError` or an OSError
+    (USER_ERRORS) becomes one red line and exit 2, a full disk's naming the folder and how to resume; Ctrl-C or
+    SIGTERM says how to resume and exits 130 (writers leave what they had not finished under `.partial` names,
+    which the rerun replaces); anything else is a bug and keeps its traceback."""
+
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.meta[COMMAND_LINE] = (name, command, list(rest))  # read again when a full disk needs the --output
+        return name, command, rest
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
@@ -68,7 +81,7 @@ class CurateGroup(TyperGroup):
             raise typer.Exit(130) from None
         except TYPER_SIGNALS:
             raise  # typer's own exits and usage errors, handled by typer
-        except USER_ERRORS as error:
+        except Exception as error:
             if _raised_while_interrupted(error):
                 # `timeout` and schedulers signal the whole process group: a helper process (the local executor's
                 # multiprocess manager) dies first, and the interrupt's unwinding then fails on its closed socket.
@@ -77,12 +90,61 @@ class CurateGroup(TyperGroup):
             if isinstance(error, _job_submitted()):
                 console.print(f"[yellow]{error}[/]")
                 raise typer.Exit(0) from None
+            if not isinstance(error, USER_ERRORS):
+                raise  # a bug: Python's traceback says where
+            message = _disk_full_message(error, ctx) if _disk_full(error) else str(error)
             # escape: a message's own brackets ("pip install 'curate[gpu]'") are text, not rich markup
-            console.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)  # one line at any terminal width
+            console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # one line at any terminal width
             raise typer.Exit(2) from None
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+COMMAND_LINE = "curate.command_line"  # ctx.meta key: the command's name, its click command and its arguments
+# The options whose folders a command writes to or reads from, checked for the full disk when the error names no file.
+FOLDER_OPTIONS = ("output", "tags", "dir", "folder", "input", "path")
+
+
+def _disk_full(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in DISK_FULL
+
+
+def _disk_full_message(error: OSError, ctx: click.Context) -> str:
+    """A full disk's one line: the folder whose disk is full and how to resume. The folder is the one the failed
+    write named; a writer's error names none (pyarrow, fsspec), so it is, of the folders the command was given and
+    the temporary folder, the one whose disk has the least space left, the first given (--output) on a tie."""
+    candidates = [Path(error.filename).parent] if error.filename else []
+    candidates += _folders_given(ctx) + [Path(tempfile.gettempdir())]
+    full = min(candidates, key=_free_bytes)
+    return (f"no space left on the disk that holds {full} ({error.strerror}). Free space there and run the same command "
+            "again to resume: finished tasks are kept, and files left unfinished under .partial names are replaced.")
+
+
+def _folders_given(ctx: click.Context) -> list[Path]:
+    """The values of the command's folder options (FOLDER_OPTIONS), --output first, parsed again from its arguments."""
+    if COMMAND_LINE not in ctx.meta:
+        return []
+    name, command, args = ctx.meta[COMMAND_LINE]
+    try:
+        params = command.make_context(name, list(args), parent=ctx, resilient_parsing=True).params
+    except TYPER_SIGNALS:  # they parsed once already; should they fail now, name only the other folders
+        return []
+    given = [(key, value) for key, value in params.items()
+             if value and isinstance(value, (str, Path)) and any(word in key for word in FOLDER_OPTIONS)]
+    given.sort(key=lambda item: "output" not in item[0])  # stable: --output first, then the options in their order
+    return [Path(str(value).removeprefix("hf:")) for _, value in given]
+
+
+def _free_bytes(folder: Path) -> int:
+    """Free bytes on the disk of FOLDER, or of its nearest existing parent (a glob, a folder not made yet)."""
+    folder = folder.absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return sys.maxsize
 
 
 def _raised_while_interrupted(error: BaseException) -> bool:

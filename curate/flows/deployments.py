@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from curate.errors import CurateError
+from curate.errors import CurateError, InputError, OptionError
 
 PROJECT_FILE = "prefect.yaml"
 
@@ -43,7 +43,7 @@ def load_deployments(path: str | Path) -> list[DeploymentSpec]:
     specs = []
     for entry in document.get("deployments") or []:
         if "name" not in entry or "entrypoint" not in entry:
-            raise ValueError(f"{path}: every deployment needs a name and an entrypoint, got {entry!r}")
+            raise InputError(f"{path}: every deployment needs a name and an entrypoint, got {entry!r}")
         schedules = entry.get("schedules") or []
         specs.append(DeploymentSpec(
             name=entry["name"], entrypoint=entry["entrypoint"], parameters=entry.get("parameters") or {},
@@ -72,7 +72,7 @@ def serve(path: str | Path, names: list[str] | None = None) -> None:
     specs = [s for s in load_deployments(path) if not names or s.name in names]
     missing = set(names or []) - {s.name for s in specs}
     if missing:
-        raise ValueError(f"no deployment named {', '.join(sorted(missing))} in {path}")
+        raise OptionError(f"no deployment named {', '.join(sorted(missing))} in {path}")
     deployments = [
         load_flow(s, path.parent).to_deployment(
             name=s.name, cron=s.crons or None, parameters=s.parameters, description=s.description, tags=s.tags,
@@ -116,7 +116,7 @@ def deploy(path: str | Path, names: list[str] | None = None) -> int:
     specs = load_deployments(path)
     missing = set(names or []) - {s.name for s in specs}
     if missing:
-        raise ValueError(f"no deployment named {', '.join(sorted(missing))} in {path}")
+        raise OptionError(f"no deployment named {', '.join(sorted(missing))} in {path}")
     check_server({s.work_pool for s in specs if s.work_pool and (not names or s.name in names)})
     command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(path)]
     command += [a for n in names for a in ("--name", n)] if names else ["--all"]

@@ -26,6 +26,7 @@ import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
+from curate.errors import InputError, OptionError
 from curate.files import atomic_path, write_text_atomic
 from curate.handoff.verifier_audit import Pair, run_audit
 from curate.rewards import get_reward
@@ -73,7 +74,7 @@ class Bootstrap:
 
     def __init__(self, groups: Sequence[str], resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
         if resamples < 100:
-            raise ValueError(f"--bootstrap must be at least 100 resamples for a 95 % interval, got {resamples}")
+            raise OptionError(f"--bootstrap must be at least 100 resamples for a 95 % interval, got {resamples}")
         names = sorted(set(groups))
         index = {g: i for i, g in enumerate(names)}
         self.group_of = np.array([index[g] for g in groups], dtype=np.int64)
@@ -297,7 +298,7 @@ def run_stratified_audit(pairs: Sequence[Pair], rewards: Sequence[str], classifi
                          source: dict | None = None, progress: bool = True) -> StratifiedAudit:
     """Scores every pair with each reward, tags the responses once, and computes every stratified figure."""
     if not pairs:
-        raise ValueError("no pairs to audit")
+        raise InputError("no pairs to audit")
     names = list(dict.fromkeys(get_reward(r).data_source for r in rewards or ["math"]))  # unknown: a clear error now
     Bootstrap([p.group or p.id for p in pairs], resamples, seed)  # bad --bootstrap: fail before any work
     tags = tag_pairs(pairs, classifier, progress=progress) if classifier else None

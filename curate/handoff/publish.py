@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow.parquet as pq
 
 from curate.data_cards.cards import size_category
-from curate.errors import CurateError
+from curate.errors import CurateError, InputError
 from curate.files import PARTIAL, write_text_atomic
 from curate.handoff.jobs import PublishJob
 from curate.pipelines.state import STATE
@@ -113,17 +113,17 @@ def _config_patterns(config: dict) -> dict[str, list[str]]:
         splits: dict[str, list[str]] = {}
         for item in data_files:
             if not isinstance(item, dict) or "path" not in item:
-                raise ValueError(f"data_files entry {item!r} has no 'path'")
+                raise InputError(f"data_files entry {item!r} has no 'path'")
             paths = item["path"] if isinstance(item["path"], list) else [item["path"]]
             splits.setdefault(item.get("split", "train"), []).extend(paths)
         return splits
-    raise ValueError(f"data_files is {data_files!r}; expected a path, a list of paths, or a list of {{split, path}}")
+    raise InputError(f"data_files is {data_files!r}; expected a path, a list of paths, or a list of {{split, path}}")
 
 
 def _match(directory: Path, pattern: str) -> list[Path]:
     pure = PurePosixPath(pattern)
     if pure.is_absolute() or ".." in pure.parts:
-        raise ValueError(f"data_files pattern {pattern!r} points outside the dataset directory")
+        raise InputError(f"data_files pattern {pattern!r} points outside the dataset directory")
     return sorted(p for p in directory.glob(pattern) if p.is_file())
 
 

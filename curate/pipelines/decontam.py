@@ -33,7 +33,7 @@ from datatrove.utils.hashes.xxhash import xxhash64
 from datatrove.utils.text import simplify_text
 
 from curate.data_cards.cards import reproduce_command
-from curate.errors import CurateError
+from curate.errors import CurateError, OptionError
 from curate.files import write_text_atomic
 from curate.pipelines.dedup import (
     ROW,
@@ -362,7 +362,7 @@ def decontaminate(
         names = schema.names if schema is not None else first_record_keys(Path(str(input)).expanduser())
         fields = [f for f in ("question", "answer") if f in names] or [spec.text_key]
     if n_grams < 2:
-        raise ValueError("--ngrams must be at least 2")
+        raise OptionError("--ngrams must be at least 2")
     config = NGramsDecontConfig(n_grams=n_grams)
     # Absolute: Ray and Slurm workers need not share this process's working directory.
     stage = output.resolve() / STATE / "decontam"

@@ -40,6 +40,7 @@ from datatrove.utils.text import TextNormConfig, simplify_text
 
 from curate.data_cards.cards import reproduce_command, update_card_section, write_step_card
 from curate.dataset_files import DATA, dataset_files
+from curate.errors import InputError, OptionError
 from curate.files import atomic_open, atomic_path, replace_folder, write_text_atomic
 from curate.pipelines.executors import (
     ExecutorOptions,
@@ -89,7 +90,7 @@ def resolve_input(input: str | Path, text_key: str | None, id_key: str = "id") -
         names = schema.names if schema is not None else first_record_keys(path)
         text_key = "question" if "question" in names and "text" not in names else "text"
     if schema is not None and text_key not in schema.names:
-        raise ValueError(f"no column {text_key!r} in {files[0]} (columns: {', '.join(schema.names)}); pass --text-key")
+        raise InputError(f"no column {text_key!r} in {files[0]} (columns: {', '.join(schema.names)}); pass --text-key")
     return InputSpec(path=folder, text_key=text_key, id_key=id_key), schema
 
 
@@ -228,7 +229,7 @@ def write_report(input: str | Path, output: Path, key: str, report: str, card: d
 def minhash_config(threshold: float, n_grams: int = 5, max_hashes: int = 128) -> MinhashConfig:
     """Buckets x hashes per bucket whose LSH threshold (1/b)^(1/r) is nearest the asked Jaccard similarity."""
     if not 0.0 < threshold < 1.0:
-        raise ValueError(f"--threshold must be between 0 and 1 (exclusive), got {threshold}")
+        raise OptionError(f"--threshold must be between 0 and 1 (exclusive), got {threshold}")
     best = min(
         ((b, r) for r in range(1, 17) for b in range(1, 41) if b * r <= max_hashes),
         key=lambda br: (round(abs((1 / br[0]) ** (1 / br[1]) - threshold), 3), -br[0] * br[1]),

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
 
+from curate.errors import IncompleteRunError
 from curate.files import write_text_atomic
 from curate.pipelines.executor_options import LOCAL, ExecutorConfigError, ExecutorOptions
 from curate.pipelines.readers import NoInputFilesError
@@ -86,7 +87,7 @@ def gpu_slice(gpus: list[str], slot: int, gpus_per_task: int) -> list[str]:
     """The GPUs of the task that holds local slot `slot`: slot k gets the k-th group of `gpus_per_task`,
     so tasks holding different slots never share a GPU."""
     if gpus_per_task < 1 or slot < 0:
-        raise ValueError(f"gpus_per_task must be >= 1 and slot >= 0, got {gpus_per_task} and {slot}")
+        raise ExecutorConfigError(f"gpus_per_task must be >= 1 and slot >= 0, got {gpus_per_task} and {slot}")
     start = slot * gpus_per_task
     if start + gpus_per_task > len(gpus):
         raise ExecutorConfigError(
@@ -228,7 +229,7 @@ def run_stages(stages: list[Stage], options: ExecutorOptions | None, workers: in
             executor.run()
             incomplete = executor.get_incomplete_ranks()
             if incomplete:
-                raise RuntimeError(
+                raise IncompleteRunError(
                     f"{stage.job_name}: {len(incomplete)} of {stage.tasks} tasks did not complete (ranks {incomplete[:10]}); "
                     f"see {Path(stage.logging_dir) / 'logs'}. Rerun the same command to continue."
                 )

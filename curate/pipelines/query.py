@@ -13,6 +13,7 @@ import duckdb
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
 from curate.dataset_files import files_under
+from curate.errors import OptionError
 from curate.files import atomic_path
 
 HISTOGRAM_BUCKETS = ("0", "1", "2", "3-5", "6-10", ">10")
@@ -125,12 +126,12 @@ class Selection:
 
     def __post_init__(self):
         if self.min_count < 1:
-            raise ValueError("--min-count must be at least 1")
+            raise OptionError("--min-count must be at least 1")
         if self.limit is not None and self.limit < 1:
-            raise ValueError("--limit must be positive")
+            raise OptionError("--limit must be positive")
         if self.behaviors and set(self.behaviors) & set(self.exclude):
             both = ", ".join(b.value for b in set(self.behaviors) & set(self.exclude))
-            raise ValueError(f"{both} is both required and excluded")
+            raise OptionError(f"{both} is both required and excluded")
 
     def describe(self) -> dict:
         data = asdict(self)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curate.classifiers import needs_model_server, resolve_name
-from curate.errors import CurateError
+from curate.errors import CurateError, IncompleteRunError
 from curate.files import atomic_path, write_text_atomic
 from curate.pipelines.executors import ExecutorOptions, run_pipeline
 from curate.pipelines.jobs import TagJob
@@ -241,7 +241,7 @@ def run_tagging(
                            f"documents the finished ones tagged")
         elif unfinished:
             # Their requests go through datatrove's InferenceRunner, which owns the model server.
-            raise ValueError(
+            raise TagJobError(
                 f"{name} tags through its own job: run `curate tag-llm --model M --backend vllm|endpoint|transformers "
                 f"--input ... --output {tags_root}` first; `curate build --tags {tags_root} --classifier {name}` then reuses it."
             )
@@ -282,7 +282,7 @@ def run_tagging(
         if failed and allow_partial:
             logger.warning(f"{len(failed)} of {ran} tagging tasks did not complete; --allow-partial: going on without them")
         elif failed:
-            raise RuntimeError(
+            raise IncompleteRunError(
                 f"{len(failed)} of {ran} tagging tasks did not complete (ranks {failed[:10]}); "
                 f"see {logs / 'logs'}. Rerun the same command to finish them."
             )

@@ -36,6 +36,8 @@ from loguru import logger
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from curate.errors import CurateError
+
 # Equal to the `gpu` extra in pyproject.toml (tests/pipelines/test_vllm_contract.py checks it). Chosen so that
 # `pip install -e '.[gpu]'` keeps what curate needs: transformers 5 (sentence-transformers>=6), torch 2.13 and
 # prefect's fastapi. Below it, vLLM 0.8.5-0.19 read tokenizer attributes transformers 5 removed; above it, vLLM
@@ -45,8 +47,8 @@ REASONING_FLAG_FROM = Version("0.10.0")  # --reasoning-parser alone; before: --e
 QWEN3_PARSER_FROM = Version("0.11.0")
 
 
-class VLLMSetupError(ValueError):
-    pass
+class VLLMSetupError(CurateError, ValueError):
+    """vLLM is missing, outside SUPPORTED_VLLM, or lacks a flag asked for; the message says what to install."""
 
 
 def interpreter_bin() -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import subprocess
@@ -53,7 +54,8 @@ def test_a_failed_task_is_one_line_on_the_console_and_its_traceback_stays_in_the
     corpus.write_text('{"id": "a", "text": "Let me check: 2 + 2 = 4."}\n')
     out = tmp_path / "tags"
     failed = subprocess.run([CURATE, "tag", "--input", str(corpus), "--output", str(out), "--classifier",
-                             "distilled:" + str(tmp_path / "no-model")], capture_output=True, text=True, timeout=300)
+                             "distilled:" + str(tmp_path / "no-model")], capture_output=True, text=True, timeout=300,
+                            check=False)
     assert failed.returncode == 2
     lines = [line for line in failed.stderr.splitlines() if line.strip()]
     assert lines == [line for line in lines if "Traceback" not in line and "| ERROR" not in line]
@@ -95,6 +97,31 @@ def test_a_forced_colour_pipe_gets_no_redrawn_bar_and_tqdm_is_slowed_to_match(tm
               "        bar.advance(); time.sleep(0.005)\n")
     environment = {**os.environ, "FORCE_COLOR": "1", "PYTHONPATH": str(ROOT)}
     environment.pop("TQDM_MININTERVAL", None)
-    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "5\n" and done.stderr == ""  # a 1 s run: under one interval, so no line at all
+
+
+def test_a_log_file_on_a_full_disk_prints_no_sink_error_but_another_sink_failure_does(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", RoutineLogFilter(stream))  # where loguru reports a sink that failed
+    full = open("/dev/full", "w")  # noqa: SIM115  every write fails with ENOSPC, as a task log file's on a full disk
+    sink = logger.add(full, level="DEBUG")
+    logger.error("task 0 failed")
+    logger.remove(sink)
+    with contextlib.suppress(OSError):
+        full.close()  # its flush of what the sink could not write fails again
+
+    def broken(message):
+        raise ValueError("a sink with a bug")
+
+    sink = logger.add(broken, level="DEBUG")
+    logger.error("task 1 failed")
+    logger.remove(sink)
+    shown = stream.getvalue()
+    # (sinks that earlier tests left on closed streams may add reports of their own)
+    assert "--- Logging error in Loguru Handler" in shown and shown.count("ValueError: a sink with a bug") == 1
+    assert "No space left on device" not in shown
+    sys.stderr.write("the next line passes\n")
+    assert stream.getvalue().endswith("the next line passes\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datatrove.pipeline.inference.servers.base import ServerError
 
-from curate.errors import CurateError
+from curate.errors import CurateError, IncompleteRunError
 from curate.files import write_text_atomic
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.llm.server import CurateInferenceRunner, ModelServerError, server_failure
@@ -65,7 +65,7 @@ def run_job(pipeline: list, executor: ExecutorOptions, tasks: int, workers: int,
         raise ModelServerError(f"{what}: {server_failure(pipeline[-1].config, error)}") from None
     failed = failed_tasks(logs, tasks)
     if failed:
-        raise RuntimeError(f"{len(failed)} of {tasks} {what} tasks did not complete (ranks {failed[:10]}); see "
+        raise IncompleteRunError(f"{len(failed)} of {tasks} {what} tasks did not complete (ranks {failed[:10]}); see "
                            f"{logs / 'logs'}. Rerun the same command to resume from the checkpoints.")
 
 
