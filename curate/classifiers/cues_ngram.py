@@ -135,6 +135,19 @@ class NgramFeatures:
         return hstack([self.ngram_matrix(texts), csr_matrix(cue_features(cue_counts))]).tocsr()
 
 
+def read_model_files(directory: Path, what: str) -> tuple[dict, bytes, tuple[np.ndarray, ...]]:
+    """A shipped model folder's model.json, its weights.npz bytes (for the digest), and its idf, coefficients and
+    intercepts, read without pickle."""
+    try:
+        meta = json.loads((directory / "model.json").read_text(encoding="utf-8"))
+        weights = (directory / "weights.npz").read_bytes()
+        with np.load(io.BytesIO(weights), allow_pickle=False) as arrays:
+            arrays = tuple(arrays[k].astype(float) for k in ("idf", "coefficients", "intercepts"))
+    except (OSError, ValueError, KeyError) as error:
+        raise NgramModelError(f"cannot read the {what} in {directory}: {error}; reinstall curate") from error
+    return meta, weights, arrays
+
+
 def cue_features(cue_counts: np.ndarray) -> np.ndarray:
     counts = np.asarray(cue_counts, float)
     return np.hstack([np.log1p(counts), (counts > 0).astype(float)]) * CUE_WEIGHT
@@ -176,13 +189,7 @@ class NgramModel:
 
     @classmethod
     def load(cls, directory: Path) -> NgramModel:
-        try:
-            meta = json.loads((directory / "model.json").read_text(encoding="utf-8"))
-            weights = (directory / "weights.npz").read_bytes()
-            with np.load(io.BytesIO(weights), allow_pickle=False) as arrays:
-                idf, coefficients, intercepts = (arrays[k].astype(float) for k in ("idf", "coefficients", "intercepts"))
-        except (OSError, ValueError, KeyError) as error:
-            raise NgramModelError(f"cannot read the n-gram model in {directory}: {error}; reinstall curate") from error
+        meta, weights, (idf, coefficients, intercepts) = read_model_files(directory, "n-gram model")
         if (meta.get("format_version") != FORMAT_VERSION or meta.get("behaviors") != list(BEHAVIOR_NAMES)
                 or meta.get("cue_weight") != CUE_WEIGHT):
             raise NgramModelError(f"{directory}/model.json is not a format-{FORMAT_VERSION} model of {BEHAVIOR_NAMES} "

@@ -16,7 +16,6 @@ genre out; evals/spans/GUIDE.md describes the span labels it learns from.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, get_classifier, register
-from curate.classifiers.cues_ngram import NgramFeatures, NgramModelError, tokens_of
+from curate.classifiers.cues_ngram import NgramFeatures, NgramModelError, read_model_files, tokens_of
 from curate.schema import Evidence, Labels
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -219,13 +218,7 @@ class SpanModel:
 
     @classmethod
     def load(cls, directory: Path) -> SpanModel:
-        try:
-            meta = json.loads((directory / "model.json").read_text(encoding="utf-8"))
-            weights = (directory / "weights.npz").read_bytes()
-            with np.load(io.BytesIO(weights), allow_pickle=False) as arrays:
-                idf, coefficients, intercepts = (arrays[k].astype(float) for k in ("idf", "coefficients", "intercepts"))
-        except (OSError, ValueError, KeyError) as error:
-            raise NgramModelError(f"cannot read the span model in {directory}: {error}; reinstall curate") from error
+        meta, weights, (idf, coefficients, intercepts) = read_model_files(directory, "span model")
         if (meta.get("format_version") != FORMAT_VERSION or meta.get("behaviors") != list(BEHAVIOR_NAMES)
                 or meta.get("context_weight") != CONTEXT_WEIGHT or meta.get("dense_features") != list(DENSE_FEATURES)
                 or meta.get("cues") != CUES):
