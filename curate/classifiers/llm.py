@@ -424,6 +424,8 @@ class LLMClassifier(Classifier):
     `curate.pipelines.llm_tag.run_llm_tagging` (`curate tag-llm`), which owns the server."""
 
     name = "llm_v1"
+    prompts_dir = PROMPTS_DIR
+    answer_tokens = MAX_ANSWER_TOKENS  # per mode, unless max_answer_tokens is given
 
     def __init__(
         self,
@@ -436,14 +438,14 @@ class LLMClassifier(Classifier):
         chat_template_kwargs: dict | None = None,
     ):
         if not model:
-            raise OptionError("llm_v1 needs a model (a hub name or a local directory)")
+            raise OptionError(f"{self.name} needs a model (a hub name or a local directory)")
         question_keys(mode)
         self.model = model
         self.mode = mode
         self.structured = structured
-        self.max_answer_tokens = max_answer_tokens or MAX_ANSWER_TOKENS[mode]
+        self.max_answer_tokens = max_answer_tokens or self.answer_tokens[mode]
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        self.prompts = PromptSet.load()
+        self.prompts = PromptSet.load(self.prompts_dir)
         self.prompt_version = self.prompts.version
         self.truncator = Truncator(tokenizer or model, max_doc_tokens)
 

@@ -25,11 +25,9 @@ from pathlib import Path
 from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavior
 from curate.classifiers.base import register
 from curate.classifiers.llm import (
-    DEFAULT_MAX_DOC_TOKENS,
     JOINT,
     LLMClassifier,
     ParseError,
-    PromptSet,
     answer_snippet,
     build_payload,
     clean_answer,
@@ -293,24 +291,8 @@ class LLMSpansClassifier(LLMClassifier):
     """llm_v1's configuration and request path with the quoting prompt; `read_answers` aligns the quotes."""
 
     name = "llm_spans_v1"
-
-    def __init__(
-        self,
-        model: str,
-        mode: str = "per-behavior",
-        structured: bool = False,
-        max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS,
-        tokenizer: str | None = None,
-        max_answer_tokens: int | None = None,
-        chat_template_kwargs: dict | None = None,
-    ):
-        if not model:
-            raise ValueError(f"{self.name} needs a model (a hub name or a local directory)")
-        question_keys(mode)
-        super().__init__(model, mode, structured, max_doc_tokens, tokenizer,
-                         max_answer_tokens or MAX_ANSWER_TOKENS[mode], chat_template_kwargs)
-        self.prompts = PromptSet.load(PROMPTS_DIR)
-        self.prompt_version = self.prompts.version
+    prompts_dir = PROMPTS_DIR
+    answer_tokens = MAX_ANSWER_TOKENS
 
     def requests(self, text: str) -> tuple[list[tuple[str, dict]], bool, int]:
         """The payloads for one document: ([(question key, payload)], truncated, document tokens)."""
