@@ -36,6 +36,7 @@ import numpy as np
 
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, get_classifier, register
+from curate.classifiers.input_check import verify_input_check, write_input_check
 from curate.errors import CurateError
 from curate.schema import Labels
 
@@ -136,8 +137,9 @@ class NgramFeatures:
 
 
 def read_model_files(directory: Path, what: str) -> tuple[dict, bytes, tuple[np.ndarray, ...]]:
-    """A shipped model folder's model.json, its weights.npz bytes (for the digest), and its idf, coefficients and
-    intercepts, read without pickle."""
+    """A model folder's model.json, its weights.npz bytes (for the digest), and its idf, coefficients and
+    intercepts, read without pickle; refused if the cue classifier it reads (`cues` in model.json) now labels its
+    check texts otherwise (inputs.json)."""
     try:
         meta = json.loads((directory / "model.json").read_text(encoding="utf-8"))
         weights = (directory / "weights.npz").read_bytes()
@@ -145,6 +147,8 @@ def read_model_files(directory: Path, what: str) -> tuple[dict, bytes, tuple[np.
             arrays = tuple(arrays[k].astype(float) for k in ("idf", "coefficients", "intercepts"))
     except (OSError, ValueError, KeyError) as error:
         raise NgramModelError(f"cannot read the {what} in {directory}: {error}; reinstall curate") from error
+    if "cues" in meta:
+        verify_input_check(directory, meta["cues"])
     return meta, weights, arrays
 
 
@@ -186,6 +190,7 @@ class NgramModel:
         np.savez_compressed(directory / "weights.npz", idf=self.features.idf.astype(np.float32),
                             coefficients=self.coefficients.astype(np.float32),
                             intercepts=self.intercepts.astype(np.float32))
+        write_input_check(directory, self.cues)
 
     @classmethod
     def load(cls, directory: Path) -> NgramModel:
