@@ -8,11 +8,16 @@ cards) finds them here, so that what counts as a dataset's files is decided once
 from __future__ import annotations
 
 import glob as globlib
+import re
 from pathlib import Path
 
 DATA = "data"  # a built dataset's rows: DIR/data/SPLIT-NNNNN.parquet
 REJECTS = "rejects"  # what a job could not use, with its reason: never read as data
 BOOKKEEPING = (".", "_")  # folders a job keeps for itself (.curate, _logs): never read as data
+DEFAULT_SPLIT = "train"
+# A shard named by its split: curate's SPLIT-NNNNN.parquet, the hub's SPLIT-NNNNN-of-NNNNN.parquet, or either behind
+# the counter datatrove puts in front of a rolled-over file (000_SPLIT-NNNNN.parquet).
+SHARD_NAME = re.compile(r"^(?:\d+_)?(?P<split>[\w.]+?)-\d{5}(?:-of-\d{5})?\.")
 
 
 def files_under(folder: str | Path, suffixes: tuple[str, ...] = (".parquet",), nested: bool = True) -> list[Path]:
@@ -53,3 +58,10 @@ def dataset_files(path: str | Path, suffixes: tuple[str, ...] = (".parquet",), n
     if (root / DATA).is_dir():
         return files_under(root / DATA, suffixes)
     return files_under(root, suffixes, nested)
+
+
+def split_of(file: str | Path) -> str:
+    """The split a data file holds, by its name: SPLIT in a shard's name (SHARD_NAME), else "train" (a loose file
+    such as corpus.parquet or gsm8k-test.parquet names no split in the layout every reader here writes)."""
+    match = SHARD_NAME.match(Path(file).name)
+    return match.group("split") if match else DEFAULT_SPLIT

@@ -21,7 +21,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 import curate
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.data_cards.plots import plot_prevalence
-from curate.dataset_files import DATA, files_under
+from curate.dataset_files import DATA, files_under, split_of
 from curate.errors import CurateError
 from curate.files import atomic_path, write_text_atomic
 
@@ -146,7 +146,7 @@ def data_rows(output: str | Path) -> int:
 
 
 def data_splits(output: str | Path) -> list[str]:
-    return sorted({f.name.rsplit("-", 1)[0] for f in data_files(output)})
+    return sorted({split_of(f) for f in data_files(output)})
 
 
 def split_configs(splits: list[str]) -> list[dict]:
@@ -270,7 +270,7 @@ def write_step_card(
         parameters=parameters,
         command=command,
         sections=[("Rows per split", "| split | rows |\n|---|---|\n" + "\n".join(
-            f"| {s} | {sum(pq.ParquetFile(f).metadata.num_rows for f in files if f.name.startswith(f'{s}-')):,} |"
+            f"| {s} | {sum(pq.ParquetFile(f).metadata.num_rows for f in files if split_of(f) == s):,} |"
             for s in splits))],
         reports={key: report},
         fields=schema_fields(pq.read_schema(files[0]), {}, "as in the input") if files else [],

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from curate.console import ProgressBar
 from curate.data_cards.cards import load_snippet, render_card, reproduce_command, save_card, size_category
-from curate.dataset_files import dataset_files
+from curate.dataset_files import dataset_files, split_of
 from curate.errors import CurateError
 from curate.files import atomic_folder, write_text_atomic
 from curate.handoff.jobs import ExportJob
@@ -77,7 +77,7 @@ def input_files(dataset: Path) -> list[tuple[str, Path]]:
     files = dataset_files(dataset, nested=False)
     if not files:
         raise ExportError(f"no parquet files in {dataset} (expected {dataset}/data/<split>-*.parquet)")
-    return [(f.name.split("-")[0].split(".")[0] if "-" in f.name else "train", f) for f in files]
+    return [(split_of(f), f) for f in files]
 
 
 NESTED_GOLD = "reward_model.ground_truth"

@@ -21,7 +21,6 @@ writing the surviving rows back with their original columns, and the report sect
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig, simplify_text
 
 from curate.data_cards.cards import reproduce_command, update_card_section, write_step_card
-from curate.dataset_files import DATA, dataset_files
+from curate.dataset_files import DATA, dataset_files, split_of
 from curate.errors import InputError, OptionError
 from curate.files import atomic_open, atomic_path, replace_folder, write_text_atomic
 from curate.pipelines.executors import (
@@ -60,7 +59,6 @@ ROW = "curate_row"  # the record as read: written back unchanged
 SPLIT = "curate_split"
 DUPLICATE_OF = "curate_duplicate_of"
 CLUSTER = "minhash_cluster_id"
-SPLIT_NAME = re.compile(r"^(?:\d+_)?([A-Za-z0-9_.]+?)-\d+")  # datatrove may prefix a file counter: 000_train-00000
 
 # Exact means exact up to case and spacing: numbers and punctuation change the problem in math text.
 EXACT_NORM = TextNormConfig(
@@ -120,8 +118,7 @@ class RowReader(CorpusReader):
         document = super()._document(record, source, position, raw)
         if not is_reject(document):
             document.metadata[ROW] = record
-            match = SPLIT_NAME.match(Path(source).name)
-            document.metadata[SPLIT] = match.group(1) if match else "train"
+            document.metadata[SPLIT] = split_of(source)
         return document
 
 

@@ -1,6 +1,7 @@
 """The one dataset-file finder (curate.dataset_files) and the rule each reader keeps on top of it: export reads a
 loose folder's top level only, mcqa reads its source folders as they are, the cards read data/ only, dedup takes a
-built dataset's data/ folder, and each says in its own words when there is nothing to read."""
+built dataset's data/ folder, and each says in its own words when there is nothing to read. Which split a file holds
+is one rule (split_of) for export, the cards and dedup."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 
 from curate.builders.mcqa import input_files as mcqa_files
 from curate.data_cards.cards import data_files, data_splits
-from curate.dataset_files import dataset_files, files_under
+from curate.dataset_files import dataset_files, files_under, split_of
 from curate.handoff.export import ExportError
 from curate.handoff.export import input_files as export_files
-from curate.pipelines.dedup import resolve_input
+from curate.pipelines.dedup import SPLIT, RowReader, resolve_input
 from curate.pipelines.query import parquet_files
+from curate.pipelines.readers import InputSpec
 
 
 def parquet(path: Path, **columns) -> Path:
@@ -117,3 +119,22 @@ def test_dedup_takes_a_built_datasets_data_folder_and_a_parquet_globs_schema(bui
     parquet(tmp_path / "loose" / "a.parquet", text=["t"], id=["1"])
     spec, schema = resolve_input(str(tmp_path / "loose" / "*.parquet"), text_key=None)
     assert spec.path == str(tmp_path / "loose" / "*.parquet") and schema.names == ["text", "id"]
+
+
+@pytest.mark.parametrize(("name", "split"), [
+    ("train-00000.parquet", "train"),  # curate's layout
+    ("validation.hard-00003.parquet", "validation.hard"),
+    ("test-00000-of-00004.parquet", "test"),  # the hub's
+    ("000_train-00002.parquet", "train"),  # behind datatrove's roll-over counter
+    ("train_v2-00000.parquet", "train_v2"),
+    ("corpus.parquet", "train"),  # a loose file names no split
+    ("gsm8k-test.parquet", "train"),
+    ("part-0.parquet", "train"),
+])
+def test_one_split_rule_for_export_the_cards_and_dedup(tmp_path: Path, name: str, split: str):
+    assert split_of(name) == split
+    parquet(tmp_path / "dataset" / "data" / name)
+    assert data_splits(tmp_path / "dataset") == [split]
+    assert [s for s, _ in export_files(tmp_path / "dataset")] == [split]
+    reader = RowReader(InputSpec(str(tmp_path / "dataset" / "data"), text_key="question"))
+    assert [document.metadata[SPLIT] for document in reader.run()] == [split]
