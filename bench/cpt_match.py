@@ -39,7 +39,11 @@ def first_rows(pool: str, variant: str, budget: int) -> list[int]:
 
 
 def main() -> None:
-    from curate.builders.cpt import CPTError, CPTSelection, ks_statistic, parse_token_count, run_cpt
+    from curate.builders.cpt.common import CPTError, parse_token_count
+    from curate.builders.cpt.matching import ks_statistic
+    from curate.builders.cpt.run import run_cpt
+    from curate.builders.jobs import CPTJob
+    from curate.pipelines.cleaning import Cleaning
     from curate.pipelines.readers import InputSpec
     from curate.pipelines.tag import run_tagging
     from tests.support.qwen_vocab import make_qwen_tokenizer
@@ -85,9 +89,10 @@ def main() -> None:
             started = time.perf_counter()
             out = work / f"out-{seed}-{mode}{'-solution' if solution else ''}"
             try:
-                result = run_cpt(tags, InputSpec(str(corpus)), budget, str(tokenizer), out, CPTSelection(seed=seed),
-                                 domain_key="domain", export=False, progress=False, length_match=mode,
-                                 require_solution="cues" if solution else None)
+                job = CPTJob(tags=tags, corpus=InputSpec(str(corpus)), tokens=budget, tokenizer=str(tokenizer), output=out,
+                             seed=seed, domain_key="domain", export=False, length_match=mode,
+                             require_solution=solution, solution_judge="cues", cleaning=Cleaning())
+                result = run_cpt(job, progress=False)
             except CPTError as error:
                 print(f"| {seed} | {label} | failed: {str(error)[:160]} | | | | | | | {time.perf_counter() - started:.0f} |")
                 measured.setdefault(label, []).append({"failed": str(error)[:120]})

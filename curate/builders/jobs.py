@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.behaviors import BEHAVIOR_NAMES
-from curate.pipelines.executor_options import LOCAL, ExecutorOptions
-from curate.pipelines.jobs import (
+from curate.options import (
     ALLOW_PARTIAL_HELP,
     CLASSIFIER_HELP,
     CLEANING,
@@ -20,7 +19,6 @@ from curate.pipelines.jobs import (
     INPUT,
     OUTPUT_PANEL,
     OVERWRITE_HELP,
-    SAMPLE_GLOB,
     SPLIT_HELP,
     START_RETRIES_HELP,
     START_TIMEOUT_HELP,
@@ -28,6 +26,8 @@ from curate.pipelines.jobs import (
     group,
     option,
 )
+from curate.pipelines.executor_options import LOCAL, ExecutorOptions
+from curate.pipelines.jobs import SAMPLE_GLOB
 
 if TYPE_CHECKING:  # they import datatrove
     from curate.pipelines.cleaning import Cleaning

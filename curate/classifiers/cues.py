@@ -13,7 +13,7 @@ is one instance of backtracking, not two. Evidence is the first cue span in each
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
@@ -666,6 +666,48 @@ class CueClassifier(Classifier):
         if cue.as_check and self.then[cue.as_check].search(sentence):
             return V
         return cue.behavior
+
+
+# Line cues: the layout of a line, which token patterns cannot read (their first word must be a literal word).
+# "1. **Define Variables:**", "2) **Calculate the discount**": a numbered bold heading announces one step of a plan.
+# Read by LineCueClassifier, the engine of cues_v4 and later.
+LINE_CUES: tuple[tuple[str, re.Pattern], ...] = (
+    (S, re.compile(r"^[ \t]*(#+[ \t]*)?\d{1,2}[.)][ \t]*\*\*[ \t]*[A-Za-z][^*\n]{1,80}\*\*", re.MULTILINE)),
+)
+
+
+class LineCueClassifier(CueClassifier):
+    """The engine's labels plus LINE_CUES. A line cue adds an instance only on a line where its behavior has none
+    yet: the engine counts sentences, and a heading line is one sentence at most."""
+
+    def classify(self, texts: Sequence[str]) -> list[Labels]:
+        return [self._with_line_cues(text, labels) for text, labels in zip(texts, super().classify(texts))]
+
+    @staticmethod
+    def _with_line_cues(text: str, labels: Labels) -> Labels:
+        added: list[Evidence] = []
+        for behavior, pattern in LINE_CUES:
+            # The engine's evidence is sorted by start: one bisect per heading finds whether its line has one.
+            starts = [e.start for e in labels.evidence if e.behavior == behavior]
+            for match in pattern.finditer(text):
+                line_start = text.rfind("\n", 0, match.start()) + 1
+                line_end = text.find("\n", match.start())
+                line_end = len(text) if line_end < 0 else line_end
+                i = bisect_left(starts, line_start)
+                if i < len(starts) and starts[i] < line_end:
+                    continue
+                added.append(Evidence(behavior, match.start(), match.end()))
+        if not added:
+            return labels
+        counts = dict(labels.counts)
+        for evidence in added:
+            counts[evidence.behavior] = (counts[evidence.behavior] or 0) + 1
+        evidence = sorted(labels.evidence + added, key=lambda ev: (ev.start, ev.behavior))
+        return Labels(counts={b: counts[b] for b in BEHAVIOR_NAMES}, evidence=evidence, error=labels.error)
+
+
+# The engines a version's file may name: the sentence cues alone (cues_v1 to cues_v3), or with line cues (cues_v4 on).
+ENGINES: dict[str, type[CueClassifier]] = {"sentence_cues": CueClassifier, "sentence_and_line_cues": LineCueClassifier}
 
 
 # One classifier per process, version and batch size. Building one (spaCy pipeline, matchers over every cue

@@ -45,17 +45,13 @@ guard for its look-alikes:
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_left
-from collections.abc import Sequence
 from dataclasses import replace
 
-from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import register
-from curate.classifiers.cues import Cue, CueClassifier, revise, shared_classifier
+from curate.classifiers.cues import Cue, revise, shared_classifier
+from curate.classifiers.cues import LineCueClassifier as CueClassifierV4
 from curate.classifiers.cues_v2 import NOT_A_PLAN, START_NOT_A_PLAN
 from curate.classifiers.cues_v3 import CUES_V3, HEDGED, IN_A_CONDITION, NEW_ATTEMPT, REDERIVES
-from curate.schema import Evidence, Labels
 
 V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
 
@@ -267,43 +263,6 @@ ADDED: tuple[Cue, ...] = (
 CUES_V4: tuple[Cue, ...] = (
     tuple(_to_confirm(cue) for cue in revise(CUES_V3, REVISED, of="cues_v3")) + WAIT_CHECK_CUES + ADDED
 )
-
-# Line cues: the layout of a line, which token patterns cannot read (their first word must be a literal word).
-# "1. **Define Variables:**", "2) **Calculate the discount**": a numbered bold heading announces one step of a plan.
-LINE_CUES: tuple[tuple[str, re.Pattern], ...] = (
-    (S, re.compile(r"^[ \t]*(#+[ \t]*)?\d{1,2}[.)][ \t]*\*\*[ \t]*[A-Za-z][^*\n]{1,80}\*\*", re.MULTILINE)),
-)
-
-
-class CueClassifierV4(CueClassifier):
-    """The engine's labels plus LINE_CUES. A line cue adds an instance only on a line where its behavior has none
-    yet: the engine counts sentences, and a heading line is one sentence at most."""
-
-    def classify(self, texts: Sequence[str]) -> list[Labels]:
-        return [self._with_line_cues(text, labels) for text, labels in zip(texts, super().classify(texts))]
-
-    @staticmethod
-    def _with_line_cues(text: str, labels: Labels) -> Labels:
-        added: list[Evidence] = []
-        for behavior, pattern in LINE_CUES:
-            # The engine's evidence is sorted by start: one bisect per heading finds whether its line has one.
-            starts = [e.start for e in labels.evidence if e.behavior == behavior]
-            for match in pattern.finditer(text):
-                line_start = text.rfind("\n", 0, match.start()) + 1
-                line_end = text.find("\n", match.start())
-                line_end = len(text) if line_end < 0 else line_end
-                i = bisect_left(starts, line_start)
-                if i < len(starts) and starts[i] < line_end:
-                    continue
-                added.append(Evidence(behavior, match.start(), match.end()))
-        if not added:
-            return labels
-        counts = dict(labels.counts)
-        for evidence in added:
-            counts[evidence.behavior] = (counts[evidence.behavior] or 0) + 1
-        evidence = sorted(labels.evidence + added, key=lambda ev: (ev.start, ev.behavior))
-        return Labels(counts={b: counts[b] for b in BEHAVIOR_NAMES}, evidence=evidence, error=labels.error)
-
 
 @register("cues_v4")
 def make_cue_classifier_v4(batch_size: int = 64) -> CueClassifierV4:

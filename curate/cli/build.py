@@ -278,8 +278,8 @@ def cpt(job: CPTJob) -> None:
 
         curate cpt --tags /shared/tags/cues_ngram_v1 --texts /shared/owm --tokens 8.3M --tokenizer Qwen/Qwen2.5-3B --tasks 256 --executor slurm --slurm-partition cpu -o /shared/cpt
     """
-    from curate.builders.cpt import cpt as run_cpt_job
-    from curate.builders.cpt import length_removed
+    from curate.builders.cpt.matching import length_removed
+    from curate.builders.cpt.run import cpt as run_cpt_job
 
     result = run_cpt_job(job)
     output = job.output

@@ -46,33 +46,33 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from curate.cli.options import input_spec, llm_tag_config, sampling_config
-from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import (
+from curate.options import (
     CLEANING,
+    CLEANING_PANEL,
     EXECUTOR,
-    ID_KEY_HELP,
+    EXECUTOR_PANEL,
     INPUT,
+    INPUT_PANEL,
     SERVER,
-    SPLIT_HELP,
-    START_RETRIES_HELP,
-    START_TIMEOUT_HELP,
-    TASKS_HELP,
-    WORKERS_HELP,
+    SERVER_PANEL,
+    TEXTS_HELP,
+    CleaningFields,
+    InputFields,
+    JudgeFields,
+    SamplingFields,
+    ServerFields,
     field_types,
     groups,
+    help_of,
     offered,
+    parameter_name,
 )
-
-EXECUTOR_PANEL = "Executor"
-SERVER_PANEL = "Model server"
-CLEANING_PANEL = "Cleaning"
-INPUT_PANEL = "Input"
+from curate.pipelines.executor_options import ExecutorOptions
 
 
 @dataclass(frozen=True)
@@ -86,42 +86,25 @@ def _option(kind: Any, *flags: str, help: str, panel: str = EXECUTOR_PANEL, **ex
     return Annotated[kind, typer.Option(*flags, help=help, rich_help_panel=panel, **extra)]
 
 
+def flags_of(config_class: type, panel: str, settings: dict | None = None) -> dict[str, GroupField]:
+    """The command-line options of a group's offered fields (curate.options), in declaration order: field ->
+    its parameter, annotated with its flags, help (a job's `help` setting, where it gives one), panel and bounds, and
+    its default."""
+    types = field_types(config_class)
+    return {
+        f.name: GroupField(
+            parameter_name(f),
+            _option(f.metadata.get("flag_type", types[f.name]), *f.metadata["flags"], help=help_of(f, settings or {}),
+                    panel=panel, **f.metadata["bounds"]),
+            f.metadata.get("flag_default", f.default),
+        )
+        for f in offered(config_class)
+    }
+
+
 # ExecutorOptions field -> how the command line spells it. env_command is not an option: it is derived from
 # the virtual environment the command runs in.
-FLAGS: dict[str, GroupField] = {
-    "tasks": GroupField("tasks", _option(int, help=TASKS_HELP, min=1), 1),
-    "workers": GroupField("workers", _option(int, help=WORKERS_HELP, min=1), 1),
-    "kind": GroupField(
-        "executor",
-        _option(str, "--executor", help="Where tasks run: local, ray (a Ray cluster) or slurm (a job array)."),
-        "local",
-    ),
-    "ray_address": GroupField(
-        "ray_address", _option(str | None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)."), None
-    ),
-    "partition": GroupField("slurm_partition", _option(str | None, help="Slurm partition (--executor slurm)."), None),
-    "time": GroupField("slurm_time", _option(str, help="Slurm time limit per task."), "24:00:00"),
-    "qos": GroupField("slurm_qos", _option(str | None, help="Slurm QOS."), None),
-    "dry_run": GroupField(
-        "slurm_dry_run",
-        _option(bool, "--slurm-dry-run", help="Write the sbatch script and pickled job; submit nothing."),
-        False,
-    ),
-    "cpus_per_task": GroupField("cpus_per_task", _option(int, help="CPUs reserved per task (ray, slurm).", min=1), 1),
-    "mem_per_cpu_gb": GroupField(
-        "mem_per_cpu_gb", _option(float, "--mem-per-cpu-gb", help="Memory per CPU in GB (ray, slurm)."), 2.0
-    ),
-    "gpus_per_task": GroupField(
-        "gpus_per_task",
-        _option(
-            int,
-            help="GPUs per task: ray and slurm reserve them; local gives each running task its own slice of the "
-            "visible GPUs.",
-            min=0,
-        ),
-        0,
-    ),
-}
+FLAGS = flags_of(ExecutorOptions, EXECUTOR_PANEL)
 
 
 def executor_group(command: Callable | None = None, *, without: tuple[str, ...] = ()) -> Callable:
@@ -212,88 +195,13 @@ def _with_group(
     return with_group
 
 
-def _server(kind: Any, *flags: str, help: str, **extra) -> Any:
-    return _option(kind, *flags, help=help, panel=SERVER_PANEL, **extra)
-
-
-# ServerOptions field -> flag: where the model runs and how its server is started. The model itself is the
+# ServerFields -> flag: where the model runs and how its server is started. The model itself is the
 # command's own parameter (`--model`, audit-verifier's `--policy`; required or not), named by server_group(model=).
-SERVER_FLAGS: dict[str, GroupField] = {
-    "backend": GroupField(
-        "backend",
-        _server(
-            str,
-            help="vllm (spawns `vllm serve`), endpoint (OpenAI-compatible URL), "
-            "transformers (spawns `transformers serve`).",
-        ),
-        "transformers",
-    ),
-    "endpoint_url": GroupField(
-        "endpoint_url",
-        _server(str | None, help="Base URL for --backend endpoint; key from CURATE_API_KEY or OPENAI_API_KEY."),
-        None,
-    ),
-    "device": GroupField(
-        "device", _server(str, help="--backend transformers: device for `transformers serve`."), "auto"
-    ),
-    "concurrency": GroupField(
-        "concurrency",
-        _server(int | None, help="Requests in flight (default: vllm 256, endpoint 32, transformers 4).", min=1),
-        None,
-    ),
-    "tp": GroupField("tp", _server(int, help="vLLM tensor parallelism.", min=1), 1),
-    "dp": GroupField("dp", _server(int, help="vLLM data parallelism.", min=1), 1),
-    "server_start_timeout": GroupField(
-        "server_start_timeout",
-        _server(float | None, help=START_TIMEOUT_HELP, min=1),
-        None,
-    ),
-    "server_start_retries": GroupField(
-        "server_start_retries",
-        _server(int | None, help=START_RETRIES_HELP, min=0),
-        None,
-    ),
-    "server_args": GroupField(
-        "server_arg",
-        _server(
-            list[str] | None,
-            help="Extra server flag KEY=VALUE (or KEY), repeatable: --server-arg gpu-memory-utilization=0.9",
-        ),
-        None,
-    ),
-}
-
+SERVER_FLAGS = flags_of(ServerFields, SERVER_PANEL)
 # The sampling fields of a job's ServerOptions subclass (the pass-rate filter's SamplingOptions) -> flag.
-SAMPLING_FLAGS: dict[str, GroupField] = {
-    "temperature": GroupField("temperature", _server(float, help="Sampling temperature.", min=0), 1.0),
-    "top_p": GroupField("top_p", _server(float, help="Nucleus sampling."), 1.0),
-    "max_tokens": GroupField("max_tokens", _server(int, help="Generation budget per sample.", min=1), 1024),
-    "system": GroupField("system", _server(str | None, help="System message before every prompt."), None),
-}
-
-# A judge's server (an LLM judge, an LLM classifier) where it is not the policy's: its model, and its backend and
-# URL where they differ. Its other settings (device, concurrency, parallelism, server flags) are the policy's.
-JUDGE_FLAGS: dict[str, GroupField] = {
-    "model": GroupField(
-        "judge_model",
-        _server(
-            str | None,
-            help="The judge's model (hub name or local directory). It runs on the policy's server "
-            "settings unless --judge-backend / --judge-endpoint-url say otherwise.",
-        ),
-        None,
-    ),
-    "backend": GroupField("judge_backend", _server(str | None, help="The judge's backend (default: --backend)."), None),
-    "endpoint_url": GroupField(
-        "judge_endpoint_url",
-        _server(
-            str | None,
-            help="--backend endpoint: the judge's base URL (default: --endpoint-url, when the judge "
-            "runs on the policy's backend).",
-        ),
-        None,
-    ),
-}
+SAMPLING_FLAGS = flags_of(SamplingFields, SERVER_PANEL)
+# A judge's server (an LLM judge, an LLM classifier) where it is not the policy's (JudgeFields).
+JUDGE_FLAGS = flags_of(JudgeFields, SERVER_PANEL)
 
 
 def server_args(items: list[str] | None) -> dict:
@@ -333,6 +241,7 @@ def server_group(
     judge: bool = False,
     also: tuple[str, ...] = (),
     without: tuple[str, ...] = (),
+    help: dict[str, str] | None = None,
 ) -> Callable:
     """Adds the model-server options to `command` (with `sampling`, the sampling options too) and calls it with
     `server=config(**fields)`: a ServerOptions or a job's subclass of it. With `judge`, also the judge's flags, and
@@ -341,14 +250,17 @@ def server_group(
     Not validated here: a command that may run no model (audit-verifier on --pairs) takes the options too, and
     every job validates its options before a server starts. `model`: the command's own parameter holding the model;
     `also`: more of the command's own parameters that are fields of `config` (k, instruction, prompt_format);
-    `without`: options the command does not offer (their defaults are used).
+    `without`: options the command does not offer (their defaults are used); `help`: {field: help} where the
+    command says what an option is for (`--reformulate: the model`).
 
     Put it below `executor_group`: the config class is imported only when the command runs."""
     if command is None:
         return functools.partial(
-            server_group, config=config, model=model, sampling=sampling, judge=judge, also=also, without=without
+            server_group, config=config, model=model, sampling=sampling, judge=judge, also=also, without=without,
+            help=help,
         )
-    flags = SERVER_FLAGS | (SAMPLING_FLAGS if sampling else {})
+    server = flags_of(ServerFields, SERVER_PANEL, {"help": help}) if help else SERVER_FLAGS
+    flags = server | (SAMPLING_FLAGS if sampling else {})
     judging = {f"judge.{name}": f for name, f in JUDGE_FLAGS.items()} if judge else {}
 
     def make(chosen: dict) -> dict:
@@ -381,15 +293,7 @@ def cleaning_group(*, dedup: str, decontam: str) -> Callable:
     """Adds --dedup / --decontam / --benchmarks-dir to a builder and calls it with `cleaning=Cleaning(...)`, validated
     before the build starts. `dedup`, `decontam`: the help of those two flags, which says what this builder judges
     (the built rows, the source problems, the candidates; on the question or the completion)."""
-    flags = {
-        "dedup": GroupField("dedup", _option(bool, "--dedup", help=dedup, panel=CLEANING_PANEL), False),
-        "decontam": GroupField("decontam", _option(str | None, help=decontam, panel=CLEANING_PANEL), None),
-        "benchmarks_dir": GroupField(
-            "benchmarks_dir",
-            _option(Path | None, help="Local copies of built-in benchmarks for --decontam.", panel=CLEANING_PANEL),
-            None,
-        ),
-    }
+    flags = flags_of(CleaningFields, CLEANING_PANEL, {"help": {"dedup": dedup, "decontam": decontam}})
 
     def make(chosen: dict) -> dict:
         return {"cleaning": cleaning_options(**chosen)}
@@ -397,36 +301,11 @@ def cleaning_group(*, dedup: str, decontam: str) -> Callable:
     return lambda command: _with_group(command, ("cleaning",), flags, make)
 
 
-def _input(kind: Any, *flags: str, help: str) -> Any:
-    return _option(kind, *flags, help=help, panel=INPUT_PANEL)
-
-
-# InputSpec field -> flag: where a corpus is and how it is read. A hub dataset's `config` has no flag.
-INPUT_FLAGS: dict[str, GroupField] = {
-    "path": GroupField(
-        "input",
-        _input(
-            str | None,
-            "--input",
-            "-i",
-            help="File, directory, glob ('corpus/*.jsonl') or Hugging Face dataset 'hf:ORG/NAME'.",
-        ),
-        None,
-    ),
-    "text_key": GroupField("text_key", _input(str, help="Field holding the text."), "text"),
-    "id_key": GroupField("id_key", _input(str, help=ID_KEY_HELP), "id"),
-    "split": GroupField("split", _input(str, help=SPLIT_HELP), "train"),
-    "streaming": GroupField(
-        "streaming", _input(bool, help="Stream a Hugging Face dataset instead of downloading it."), False
-    ),
-}
+# InputFields -> flag: where a corpus is and how it is read. A hub dataset's `config` has no flag.
+INPUT_FLAGS = flags_of(InputFields, INPUT_PANEL)
 
 # The corpus that a command's tags were made from (cpt, distill): required, and called --texts there.
-TEXTS_FLAG = GroupField(
-    "texts",
-    _input(str, help="The corpus the tags were made from (file, directory, glob or hf:NAME)."),
-    inspect.Parameter.empty,
-)
+TEXTS_FLAG = GroupField("texts", _option(str, help=TEXTS_HELP, panel=INPUT_PANEL), inspect.Parameter.empty)
 
 
 def input_group(command: Callable | None = None, *, texts: bool = False) -> Callable:

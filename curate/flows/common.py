@@ -17,16 +17,16 @@ import typing
 from collections.abc import Callable, Collection
 from functools import cache
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 import curate
 from curate.classifiers import UnknownClassifierError, resolve_name
 from curate.errors import CurateError
+from curate.options import CLEANING, EXECUTOR, INPUT, SERVER, InputFields, ServerFields, field_types, groups, offered
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executors import ExecutorOptions
-from curate.pipelines.jobs import CLEANING, EXECUTOR, INPUT, SERVER, SERVER_FIELDS, field_types, groups
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import claim_output, files_signature, output_finished
@@ -76,14 +76,26 @@ class OptionsParameters(BaseModel):
         return self.options_class(**self.model_dump())
 
 
-def parameters_model(options_class: type, doc: str, exclude: tuple[str, ...] = (), **constraints) -> type:
-    """The OptionsParameters model of `options_class`: its fields (but `exclude`), with their defaults or the
-    pydantic Field of `constraints` (bounds a command's option had: `--cpus-per-task` at least 1)."""
-    hints = typing.get_type_hints(options_class)
-    fields = {f.name: (hints[f.name], constraints.get(f.name, f.default))
-              for f in dataclasses.fields(options_class) if f.name not in exclude}
+def bounded(f: dataclasses.Field, default) -> Any:
+    """The pydantic Field of an offered option: its default, help and command-line bounds (min -> ge, max -> le)."""
+    bounds = f.metadata.get("bounds", {})
+    return Field(default, description=f.metadata.get("help"), ge=bounds.get("min"), le=bounds.get("max"))
+
+
+def option_fields(config_class: type, exclude: tuple[str, ...] = ()) -> dict:
+    """The pydantic fields of a group's offered options (curate.options): type, default, help and bounds as the
+    command line declares them."""
+    hints = typing.get_type_hints(config_class)
+    return {f.name: (hints[f.name], bounded(f, f.default) if f.default_factory is dataclasses.MISSING
+                     else Field(default_factory=f.default_factory, description=f.metadata["help"]))
+            for f in offered(config_class) if f.name not in exclude}
+
+
+def parameters_model(options_class: type, doc: str) -> type:
+    """The OptionsParameters model of `options_class`: its offered fields, with their defaults, help and bounds."""
     name = options_class.__name__.removesuffix("Options") + "Parameters"
-    model = create_model(name, __base__=OptionsParameters, __module__=__name__, __doc__=doc, **fields)
+    model = create_model(name, __base__=OptionsParameters, __module__=__name__, __doc__=doc,
+                         **option_fields(options_class))
     model.options_class = options_class
     return model
 
@@ -92,8 +104,6 @@ ExecutorParameters = parameters_model(
     ExecutorOptions,
     """Where a flow's datatrove tasks run: the fields of `ExecutorOptions`, so a deployment can send a job to Slurm
     or Ray exactly as `curate ... --executor` does. env_command is derived from the worker's environment.""",
-    exclude=("env_command",), tasks=Field(1, ge=1), workers=Field(1, ge=1), cpus_per_task=Field(1, ge=1),
-    mem_per_cpu_gb=Field(2, gt=0), gpus_per_task=Field(0, ge=0),
 )
 
 CleaningParameters = parameters_model(
@@ -105,8 +115,8 @@ CleaningParameters = parameters_model(
 
 
 class ServerBase(BaseModel):
-    """A flow's model server (ServerParameters); the model is the job's own parameter, and the server options are
-    checked when the job starts its server, as the command's are."""
+    """A flow's model server (ServerParameters): the "Model server" options (ServerFields); the model is the job's own
+    parameter, and the server options are checked when the job starts its server, as the command's are."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -114,19 +124,10 @@ class ServerBase(BaseModel):
         return ServerOptions(model=model, **self.model_dump())
 
 
-def _server_fields() -> dict:
-    """The ServerOptions fields the "Model server" panel offers, with their defaults and the panel's bounds."""
-    hints = typing.get_type_hints(ServerOptions)
-    bounds = {"concurrency": {"ge": 1}, "tp": {"ge": 1}, "dp": {"ge": 1}, "server_start_timeout": {"ge": 1},
-              "server_start_retries": {"ge": 0}}
-    return {f.name: (hints[f.name], Field(f.default, **bounds.get(f.name, {}))
-                     if f.default_factory is dataclasses.MISSING else Field(default_factory=f.default_factory))
-            for f in dataclasses.fields(ServerOptions) if f.name in SERVER_FIELDS}
+ServerParameters = create_model("ServerParameters", __base__=ServerBase, __module__=__name__,
+                                **option_fields(ServerFields))
 
-
-ServerParameters = create_model("ServerParameters", __base__=ServerBase, __module__=__name__, **_server_fields())
-
-# A job's option group (curate.pipelines.jobs) -> its flow parameter and that parameter's model. The corpus (INPUT)
+# A job's option group (curate.options) -> its flow parameter and that parameter's model. The corpus (INPUT)
 # has no parameter of its own: its fields are InputParameters' own (input, text_key, ...), as deployments give them.
 GROUP_PARAMETERS = {EXECUTOR: ("executor", ExecutorParameters), CLEANING: ("cleaning", CleaningParameters),
                     SERVER: ("server", ServerParameters)}
@@ -222,12 +223,9 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
         elif kind:
             fields[name] = (GROUP_PARAMETERS[kind][1], default)
         else:
-            bounds = f.metadata.get("bounds", {})
             # A path is a string, as deployments give it and the flows hand it on (a Path would not be a str field).
             kind_of = {Path: str, Path | None: str | None}.get(types[name], types[name])
-            fields[name] = (kind_of, Field(... if default is dataclasses.MISSING else default,
-                                               description=f.metadata.get("help"), ge=bounds.get("min"),
-                                               le=bounds.get("max")))
+            fields[name] = (kind_of, bounded(f, ... if default is dataclasses.MISSING else default))
     name = job_class.__name__.removesuffix("Job") + "Parameters"
     bases = (JobParameters,) if base is BaseModel else (JobParameters, base)
     model = create_model(name, __base__=bases, __module__=module, __doc__=doc, **fields)
@@ -267,15 +265,19 @@ class CorpusParameters(BaseModel):
         return self.spec().is_hub
 
 
-class InputParameters(CorpusParameters):
-    """A corpus: a file, a directory, a glob ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME'."""
+def corpus_fields(path: str) -> dict:
+    """The "Input" options (InputFields) as flow parameters, the corpus itself named `path` (input, or cpt's texts)
+    and required."""
+    declared = next(f for f in offered(InputFields) if f.name == "path")
+    return {path: (str, Field(min_length=1, description=declared.metadata["help"])),
+            **option_fields(InputFields, exclude=("path",))}
 
-    input: str = Field(min_length=1)
-    text_key: str = "text"
-    id_key: str = "id"
-    split: str = "train"
-    config: str | None = None
-    streaming: bool = False
+
+class InputBase(CorpusParameters):
+    """A corpus read by a classifier (InputParameters): where the corpus is, which classifier reads it, where the
+    tasks run."""
+
+    config: str | None = None  # a hub dataset's configuration
     verify_inputs: bool = Field(False, description="Also compare input files by SHA-256, not only size and mtime.")
     classifier: Classifier = "cues"
     batch_size: int = Field(64, ge=1)
@@ -288,6 +290,12 @@ class InputParameters(CorpusParameters):
     def spec(self):
         return InputSpec(path=self.input, text_key=self.text_key, id_key=self.id_key, split=self.split,
                          config=self.config, streaming=self.streaming)
+
+
+InputParameters = create_model(
+    "InputParameters", __base__=InputBase, __module__=__name__, __doc__="""A corpus: a file, a directory, a glob
+    ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME', and how it is read (the "Input" options).""",
+    **corpus_fields("input"))
 
 
 def check_input(spec) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from pydantic import Field
 
-from curate.builders.cpt import cpt, cpt_options, length_removed, tag_files
+from curate.builders.cpt.matching import length_removed
+from curate.builders.cpt.run import cpt, cpt_options
+from curate.builders.cpt.selection import tag_files
 from curate.builders.jobs import CPTJob
 from curate.flows.common import (
     CorpusParameters,

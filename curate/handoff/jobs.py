@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curate.options import EXECUTOR, OUTPUT_PANEL, OVERWRITE_HELP, SERVER, group, option
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
-from curate.pipelines.jobs import EXECUTOR, OUTPUT_PANEL, OVERWRITE_HELP, SERVER, group, option
 
 if TYPE_CHECKING:  # they import datatrove
     from curate.handoff.sampling import SamplingOptions

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate.errors import CurateError
+from curate.options import SamplingFields
 from curate.pipelines.llm.options import ServerConfigError, ServerOptions
 from curate.pipelines.llm.server import inference_config
 
@@ -20,17 +21,14 @@ class PassRateError(CurateError, ValueError):
 
 
 @dataclass(frozen=True)
-class SamplingOptions(ServerOptions):
-    """The policy's server (ServerOptions, as for `curate tag-llm`) plus how to sample it."""
+class SamplingOptions(ServerOptions, SamplingFields):
+    """The policy's server (ServerOptions, as for `curate tag-llm`) plus how to sample it (SamplingFields: temperature,
+    top_p, max_tokens, system)."""
 
     k: int = 8
     tp: int | None = 1
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 1024
     max_prompt_tokens: int = 2048
     instruction: str | None = None  # None: each reward's own answer-format instruction (as in `curate export`)
-    system: str | None = None
     records_per_chunk: int = 500
     # chat: messages through /v1/chat/completions; tinyzero: the raw TinyZero completion prompt through
     # /v1/completions, for base models (the reference study prompted them so)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.options import CleaningFields
 from curate.pipelines.decontam import parse_against
 
 
@@ -20,10 +21,9 @@ class CleaningError(CurateError, ValueError):
 
 
 @dataclass(frozen=True)
-class Cleaning:
-    dedup: bool = False
-    decontam: str | None = None  # benchmarks as `curate decontam --against` takes them: gsm8k,math500,FILE=FIELD
-    benchmarks_dir: Path | None = None  # local copies of the built-in benchmarks (default: $CURATE_BENCHMARKS_DIR)
+class Cleaning(CleaningFields):
+    """A builder's clean-up of what it wrote (CleaningFields: --dedup, --decontam, --benchmarks-dir), checked before
+    the build starts."""
 
     def validate(self) -> None:
         if self.benchmarks_dir is not None:

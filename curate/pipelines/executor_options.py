@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate.errors import CurateError
+from curate.options import option
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -20,23 +21,32 @@ class ExecutorConfigError(CurateError, ValueError):
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    tasks: int = 1  # datatrove tasks: the input files are split among them
-    workers: int = 1  # tasks run at the same time
-    kind: str = "local"
-    ray_address: str | None = None  # None: RAY_ADDRESS from the environment, else a local Ray started here
-    cpus_per_task: int = 1
-    mem_per_cpu_gb: float = 2
-    gpus_per_task: int = 0
-    partition: str | None = None
-    time: str = "24:00:00"
-    qos: str | None = None
-    env_command: str | None = None  # default: activate the virtual environment this process runs in
-    dry_run: bool = False
+    """Where a job's datatrove tasks run and with what: the "Executor" options."""
+
+    tasks: int = option("datatrove tasks (input files are split among them).", default=1, min=1)
+    workers: int = option("Tasks run at the same time.", default=1, min=1)
+    kind: str = option("Where tasks run: local, ray (a Ray cluster) or slurm (a job array).", "--executor",
+                       default="local")
+    # None: RAY_ADDRESS from the environment, else a local Ray started here
+    ray_address: str | None = option("Ray cluster address (default: RAY_ADDRESS, else a local Ray).", default=None)
+    partition: str | None = option("Slurm partition (--executor slurm).", "--slurm-partition", default=None)
+    time: str = option("Slurm time limit per task.", "--slurm-time", default="24:00:00")
+    qos: str | None = option("Slurm QOS.", "--slurm-qos", default=None)
+    dry_run: bool = option("Write the sbatch script and pickled job; submit nothing.", "--slurm-dry-run",
+                           default=False)
+    cpus_per_task: int = option("CPUs reserved per task (ray, slurm).", default=1, min=1)
+    mem_per_cpu_gb: float = option("Memory per CPU in GB (ray, slurm).", "--mem-per-cpu-gb", default=2.0)
+    gpus_per_task: int = option("GPUs per task: ray and slurm reserve them; local gives each running task its own "
+                                "slice of the visible GPUs.", default=0, min=0)
+    # Not an option: derived from the virtual environment the command runs in (default: activate it).
+    env_command: str | None = None
 
     def validate(self) -> None:
         for flag, value in (("--tasks", self.tasks), ("--workers", self.workers)):
             if value < 1:
                 raise ExecutorConfigError(f"{flag} must be at least 1, not {value}")
+        if self.mem_per_cpu_gb <= 0:
+            raise ExecutorConfigError(f"--mem-per-cpu-gb must be above 0, not {self.mem_per_cpu_gb}")
         if self.kind not in EXECUTORS:
             raise ExecutorConfigError(f"unknown executor {self.kind!r}; choose one of {', '.join(EXECUTORS)}")
         if self.kind == "slurm" and not self.partition:

@@ -13,21 +13,35 @@ the one function that runs it; the command's flow takes the same job as a pydant
         corpus: InputSpec = group(INPUT)
         executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
 
+Each option is declared once (curate.options): a job's own options here, the groups' options in their group.
 Light on purpose: the command line imports every job to build `--help`, so a job module imports no datatrove; the
 group classes that live beside datatrove code (InputSpec, Cleaning, ServerOptions) are named for type checking only.
 """
 
 from __future__ import annotations
 
-import builtins
-import dataclasses
-import re
-import sys
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from curate.options import (
+    CLASSIFIER_HELP,
+    CLEANED_HELP,
+    CLEANED_OUTPUT_HELP,
+    DEFAULT_MAX_DOC_TOKENS,
+    DEFAULT_RECORDS_PER_CHUNK,
+    EXECUTOR,
+    ID_KEY_HELP,
+    INPUT,
+    OUTPUT_PANEL,
+    OVERWRITE_HELP,
+    SERVER,
+    SERVER_PANEL,
+    TAG_REQUEST_TIMEOUT,
+    VERIFY_INPUTS_HELP,
+    group,
+    option,
+)
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 if TYPE_CHECKING:  # they import datatrove
@@ -37,73 +51,6 @@ if TYPE_CHECKING:  # they import datatrove
 
 SAMPLE_CORPUS = Path(__file__).parents[1] / "sample_data" / "corpus"
 SAMPLE_GLOB = str(SAMPLE_CORPUS / "*.jsonl")  # what a command without --input reads
-
-# The option groups a job can be composed of; each is one help panel on the command line and one config object.
-INPUT, CLEANING, SERVER, EXECUTOR = "input", "cleaning", "server", "executor"
-# The help panel of a job's own options that say where and how its result is written: the output folder and what
-# happens to one that holds another result, files written beside it (a report, a plot), and what the written dataset
-# carries besides its rows (the card's license, source columns kept).
-OUTPUT_PANEL = "Output"
-
-# Help shared by the options that several jobs have.
-CLASSIFIER_HELP = "Registered classifier ('cues' = newest cues_vN, or a versioned name)."
-TASKS_HELP = "datatrove tasks (input files are split among them)."
-WORKERS_HELP = "Tasks run at the same time."
-VERIFY_INPUTS_HELP = "Also compare input files by SHA-256, not only size and modification time (reads them)."
-ALLOW_PARTIAL_HELP = "Build from tags whose tasks did not all finish (warns); default: refuse."
-OVERWRITE_HELP = "--output holds another dataset: remove what it wrote, then write this one."
-ID_KEY_HELP = "Field holding the document id; missing ids become 'source path/position'."
-SPLIT_HELP = "Split of a Hugging Face dataset."
-DEVICE_HELP = "--backend transformers: device for `transformers serve`."
-START_TIMEOUT_HELP = ("Seconds one server start may take until it answers (default: vllm 1800, transformers 600, "
-                      "endpoint 300).")
-START_RETRIES_HELP = "Start attempts after a failed one (default: vllm 2, else 1)."
-CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR/data)."
-CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
-
-
-def option(help: str, *flags: str, default: Any = dataclasses.MISSING, argument: bool = False,
-           panel: str | None = None, **bounds) -> Any:
-    """A job field that the command line offers: its help; its flags where they are not --FIELD-NAME ('--output',
-    '-o'; a bool given its one flag has no --no- form), or `argument`: a positional argument; its help panel where
-    not the command's own (OUTPUT_PANEL, or a group's option with this command's help); typer's bounds (min=1, max=0.99), which a
-    flow checks too; and its default (none: the option is required)."""
-    metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument, "panel": panel}
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-def group(kind: str, default: Any = dataclasses.MISSING, **settings) -> Any:
-    """A job field holding one option group (INPUT, CLEANING, SERVER, EXECUTOR) with the command's `settings` of it:
-    CLEANING takes `dedup` and `decontam`, the help of those flags (what this job judges); EXECUTOR takes `without`,
-    the options the command does not offer."""
-    return dataclasses.field(default=default, metadata={"group": kind, "settings": settings})
-
-
-def offered(job_class: type) -> list[dataclasses.Field]:
-    """The job's own fields that the command line offers, in declaration order (the order of --help)."""
-    return [f for f in dataclasses.fields(job_class) if "help" in f.metadata]
-
-
-def groups(job_class: type) -> dict[str, dataclasses.Field]:
-    """The job's option groups: kind -> field."""
-    return {f.metadata["group"]: f for f in dataclasses.fields(job_class) if "group" in f.metadata}
-
-
-def field_types(job_class: type, known: dict[str, type] | None = None) -> dict[str, Any]:
-    """Each field's type. A name that the job's module imports for type checking only (a group's class) is `known`'s
-    class of that name, else `object`: the command line, which must not import those classes to build `--help`,
-    reads only the types of the job's own fields."""
-    module = vars(sys.modules[job_class.__module__])
-    names = {word for f in dataclasses.fields(job_class) for word in re.findall(r"[A-Za-z_]\w*", str(f.type))}
-    unresolved = {name: (known or {}).get(name, object) for name in names
-                  if name not in module and not hasattr(builtins, name)}
-    return typing.get_type_hints(job_class, localns=unresolved)
-
-
-# The ServerOptions fields that the "Model server" panel offers (curate.cli.groups.SERVER_FLAGS): a flow's server
-# parameters are these, so that a flow can set what the command can (less a job's `without`).
-SERVER_FIELDS = ("backend", "endpoint_url", "device", "concurrency", "tp", "dp", "server_start_timeout",
-                 "server_start_retries", "server_args")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,8 +70,8 @@ class TagJob:
     structured: bool = option("--classifier llm: ask the server for JSON by schema.", default=False)
     gate: str | None = option("--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.",
                               default=None)
-    max_doc_tokens: int = option("--classifier llm: truncate documents to this many model tokens.", default=3072,
-                                 min=16)
+    max_doc_tokens: int = option("--classifier llm: truncate documents to this many model tokens.",
+                                 default=DEFAULT_MAX_DOC_TOKENS, min=16)
     corpus: InputSpec = group(INPUT)
     # The server's model is `model`; an LLM tagging run takes its parallelism from --gpus-per-task.
     server: ServerOptions = group(SERVER, without=("tp", "dp"))
@@ -141,18 +88,19 @@ class TagLLMJob:
     mode: str = option("per-behavior (four requests sharing the document prefix) or joint (one JSON answer).",
                        default="per-behavior")
     structured: bool = option("Ask the server for JSON by schema (response_format).", default=False)
-    max_doc_tokens: int = option("Truncate documents to this many model tokens, at the last newline.", default=3072,
-                                 min=16)
+    max_doc_tokens: int = option("Truncate documents to this many model tokens, at the last newline.",
+                                 default=DEFAULT_MAX_DOC_TOKENS, min=16)
     max_answer_tokens: int | None = option("Generation budget per answer (default 48 per-behavior, 96 joint).",
                                            default=None, min=1)
     tokenizer: str | None = option("Tokenizer for truncation when the model name is not loadable here.", default=None)
     gate: str | None = option("Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').",
                               default=None)
     tp: int | None = option("vLLM tensor parallelism (default: --gpus-per-task, else 1).", default=None, min=1,
-                            panel="Model server")
-    request_timeout: float = option("Seconds per request before it is retried.", default=300.0, min=1)
+                            panel=SERVER_PANEL)
+    request_timeout: float = option("Seconds per request before it is retried.", default=TAG_REQUEST_TIMEOUT,
+                                           min=1)
     records_per_chunk: int = option("Documents per checkpoint chunk (a killed run resumes from the last one).",
-                                    default=500, min=1)
+                                    default=DEFAULT_RECORDS_PER_CHUNK, min=1)
     limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
     chat_template_kwargs: str | None = option(
         "JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model family; "

@@ -21,6 +21,7 @@ from datatrove.pipeline.readers.base import BaseDiskReader
 from datatrove.pipeline.readers.huggingface import HuggingFaceDatasetReader
 
 from curate.errors import CurateError
+from curate.options import InputFields
 from curate.pipelines.installed import InstalledWithCurate
 
 REJECT_REASON = "reject_reason"
@@ -68,15 +69,11 @@ class FirstCopyOfEachId(InstalledWithCurate):
 
 
 @dataclass(frozen=True)
-class InputSpec:
-    """Where a corpus lives and how to read it. `path` is a file, a directory, a glob, or `hf:NAME`."""
+class InputSpec(InputFields):
+    """Where a corpus lives and how to read it (InputFields: the "Input" options). `path` is a file, a directory, a
+    glob, or `hf:NAME`; `config`, a hub dataset's configuration."""
 
-    path: str
-    text_key: str = "text"
-    id_key: str = "id"
-    split: str = "train"
     config: str | None = None
-    streaming: bool = False
 
     @property
     def is_hub(self) -> bool:

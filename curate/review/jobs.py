@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curate.pipelines.jobs import INPUT, OUTPUT_PANEL, group, option
+from curate.options import INPUT, OUTPUT_PANEL, group, option
 
 if TYPE_CHECKING:  # it imports datatrove
     from curate.pipelines.readers import InputSpec

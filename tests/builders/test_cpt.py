@@ -13,26 +13,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curate.builders.cpt import (
-    Candidate,
-    CPTError,
-    CPTSelection,
+from curate.builders.cpt.common import CPTError, load_tokenizer, parse_token_count
+from curate.builders.cpt.judge import SolutionJudgeOptions
+from curate.builders.cpt.matching import Candidate, best_effort_targets, ks_statistic, match_pools
+from curate.builders.cpt.packing import load_packed_tokens, pack_dataset
+from curate.builders.cpt.rewrite import (
     RewriteOptions,
     RewriteParseError,
     RewriteResult,
-    SolutionJudgeOptions,
-    best_effort_targets,
-    ks_statistic,
-    load_packed_tokens,
-    load_tokenizer,
-    match_pools,
-    pack_dataset,
     parse_rewrite,
-    parse_token_count,
     rematch_rewrites,
-    run_cpt,
 )
+from curate.builders.cpt.run import run_cpt
+from curate.builders.cpt.selection import CPTSelection
+from curate.builders.jobs import CPTJob
 from curate.classifiers.solution import CUE_VERSION
+from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
 from tests.support.scripted_server import ScriptedServer, verdict
@@ -55,6 +51,12 @@ def sample_tags(tmp_path_factory):
     # a subset-sum that holds for this version's enriched pool and need not for another's.
     result = run_tagging(InputSpec(SAMPLE), tmp_path_factory.mktemp("tags"), "cues_v3", progress=False)
     return result.tags_dir
+
+
+def cpt_job(tags: Path, texts: str, tokens: str | int, tokenizer: str, output: Path, **fields) -> CPTJob:
+    """The job `curate cpt` runs for these options, every other option at its default."""
+    return CPTJob(tags=tags, corpus=InputSpec(texts), tokens=tokens, tokenizer=tokenizer, output=output,
+                  cleaning=Cleaning(), **fields)
 
 
 def _ids(folder: Path) -> list[str]:
@@ -227,8 +229,8 @@ def test_best_effort_matching_hits_the_budget_where_the_common_range_cannot():
 # --------------------------------------------------------------------------------------------- #
 def test_cpt_on_sample_corpus(sample_tags, tiny_model, tmp_path):
     out = tmp_path / "cpt"
-    result = run_cpt(sample_tags, InputSpec(SAMPLE), "8k", tiny_model, out, CPTSelection(seed=1), domain_key="topic",
-                     pack_length=128, progress=False)
+    result = run_cpt(cpt_job(sample_tags, SAMPLE, "8k", tiny_model, out, seed=1, domain_key="topic", pack_length=128),
+                     progress=False)
     enriched, minimized = _ids(out / "enriched"), _ids(out / "minimized")
     assert not set(enriched) & set(minimized) and len(set(enriched)) == len(enriched)
     tokens_e, tokens_m = _tokens(out / "enriched"), _tokens(out / "minimized")
@@ -244,11 +246,11 @@ def test_cpt_on_sample_corpus(sample_tags, tiny_model, tmp_path):
     card = (out / "enriched" / "README.md").read_text()
     assert "KS statistic" in card and "| seed | `1 (" in card and f"{tokens_e:,} tokens" in card and "Before selection" in card
     # Another seed draws another sample; the same seed the same one.
-    again = run_cpt(sample_tags, InputSpec(SAMPLE), "8k", tiny_model, tmp_path / "again", CPTSelection(seed=1),
-                    domain_key="topic", export=False, progress=False)
+    again = run_cpt(cpt_job(sample_tags, SAMPLE, "8k", tiny_model, tmp_path / "again", seed=1, domain_key="topic",
+                            export=False), progress=False)
     assert _ids(again.output / "enriched") == enriched
-    other = run_cpt(sample_tags, InputSpec(SAMPLE), "8k", tiny_model, tmp_path / "other", CPTSelection(seed=2),
-                    export=False, progress=False)
+    other = run_cpt(cpt_job(sample_tags, SAMPLE, "8k", tiny_model, tmp_path / "other", seed=2, export=False),
+                    progress=False)
     assert _ids(other.output / "enriched") != enriched
     # Exports: CPT text in parquet and jsonl, packed sequences that give back every document's tokens.
     exports = out / "exports" / "enriched"
@@ -262,7 +264,7 @@ def test_cpt_on_sample_corpus(sample_tags, tiny_model, tmp_path):
 
 def test_too_large_budget_and_k_are_clear_errors(sample_tags, tiny_model, tmp_path):
     with pytest.raises(CPTError, match="enriched pool holds"):
-        run_cpt(sample_tags, InputSpec(SAMPLE), "5M", tiny_model, tmp_path / "big", progress=False)
+        run_cpt(cpt_job(sample_tags, SAMPLE, "5M", tiny_model, tmp_path / "big"), progress=False)
     with pytest.raises(CPTError, match="min-behaviors"):
         CPTSelection(min_behaviors=5)
 
@@ -270,7 +272,7 @@ def test_too_large_budget_and_k_are_clear_errors(sample_tags, tiny_model, tmp_pa
 @pytest.mark.parametrize("fmt", ["parquet", "memmap"])
 def test_packing_round_trips_to_the_original_tokens(sample_tags, tiny_model, tmp_path, fmt):
     out = tmp_path / "cpt"
-    run_cpt(sample_tags, InputSpec(SAMPLE), "4k", tiny_model, out, export=False, progress=False)
+    run_cpt(cpt_job(sample_tags, SAMPLE, "4k", tiny_model, out, export=False), progress=False)
     packed = pack_dataset(out / "minimized", tmp_path / "packed", tiny_model, pack_length=100, fmt=fmt)
     tokenizer = load_tokenizer(tiny_model)
     flat = load_packed_tokens(packed.output)
@@ -293,8 +295,8 @@ def test_packing_round_trips_to_the_original_tokens(sample_tags, tiny_model, tmp
 def test_rewrite_through_transformers_serve_counts_garbage(sample_tags, tiny_model, tmp_path):
     out = tmp_path / "cpt"
     options = RewriteOptions(model=tiny_model, backend="transformers", device="cpu", max_doc_tokens=48, max_new_tokens=12)
-    result = run_cpt(sample_tags, InputSpec(SAMPLE), "1500", tiny_model, out, rewrite=options, pack_length=64,
-                     progress=False)
+    job = cpt_job(sample_tags, SAMPLE, "1500", tiny_model, out, rewrite=True, model=tiny_model, pack_length=64)
+    result = run_cpt(job, rewrite=options, progress=False)
     for variant in ("enriched", "minimized"):
         sources = _ids(out / variant)
         kept = pq.read_table(out / f"{variant}_rewrite" / "data").to_pylist()
@@ -329,8 +331,8 @@ def test_llm_solution_judge_through_transformers_serve_rejects_unreadable_verdic
     judge = SolutionJudgeOptions(model=tiny_model, backend="transformers", device="cpu", max_doc_tokens=64,
                                  max_answer_tokens=8)
     with pytest.raises(CPTError, match="after --require-solution by is_solution_v1-.*0 kept"):
-        run_cpt(sample_tags, InputSpec(SAMPLE), 300, tiny_model, out, oversample=1.0, require_solution="llm",
-                solution_judge=judge, export=False, progress=False)
+        run_cpt(cpt_job(sample_tags, SAMPLE, 300, tiny_model, out, oversample=1.0, require_solution=True,
+                        solution_judge="llm", model=tiny_model, export=False), solution_judge=judge, progress=False)
     pool = pq.read_table(out / ".curate" / "pool" / "data", columns=["id"]).column("id").to_pylist()
     rejects = [json.loads(line) for line in (out / "rejects" / "require_solution.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in rejects) == sorted(pool)
@@ -349,8 +351,9 @@ def test_llm_solution_judge_and_rewrite_budgets_through_an_endpoint(sample_tags,
                                      max_doc_tokens=100_000, max_answer_tokens=32)
         rewrite = RewriteOptions(model=tiny_model, backend="endpoint", endpoint_url=server.url, max_doc_tokens=100_000,
                                  max_new_tokens=4096)
-        result = run_cpt(sample_tags, InputSpec(SAMPLE), budget, tiny_model, out, CPTSelection(seed=3), rewrite=rewrite,
-                         require_solution="llm", solution_judge=judge, export=False, progress=False)
+        job = cpt_job(sample_tags, SAMPLE, budget, tiny_model, out, seed=3, rewrite=True, require_solution=True,
+                      solution_judge="llm", model=tiny_model, backend="endpoint", endpoint_url=server.url, export=False)
+        result = run_cpt(job, rewrite=rewrite, solution_judge=judge, progress=False)
         outcomes = dict(server.outcomes)
     pool = pq.read_table(out / ".curate" / "pool" / "data", columns=["id", "pool", "text"]).to_pylist()
     expected = {r["id"]: verdict(r["text"])[0] for r in pool}  # what the server answered, recomputed from the text
@@ -408,8 +411,8 @@ def test_cpt_on_shared_data(shared_data, tiny_model, tmp_path):
     tags = run_tagging(InputSpec(str(corpus)), tmp_path / "tags", "cues", progress=False).tags_dir
     # This cut of the corpus holds too few behavior-poor documents as long as the traces for a 40k common length
     # range (the error says so); the common range is checked below at a budget it can hold.
-    result = run_cpt(tags, InputSpec(str(corpus)), "40k", tiny_model, tmp_path / "out", CPTSelection(min_behaviors=2),
-                     tolerance=0.02, export=False, progress=False, length_match="none")
+    result = run_cpt(cpt_job(tags, str(corpus), "40k", tiny_model, tmp_path / "out", min_behaviors=2, tolerance=0.02,
+                             export=False, length_match="none"), progress=False)
     enriched, minimized = _ids(tmp_path / "out" / "enriched"), _ids(tmp_path / "out" / "minimized")
     assert not set(enriched) & set(minimized)
     tokens_e, tokens_m = _tokens(tmp_path / "out" / "enriched"), _tokens(tmp_path / "out" / "minimized")
@@ -419,12 +422,12 @@ def test_cpt_on_shared_data(shared_data, tiny_model, tmp_path):
         wait = connection.sql(f"SELECT avg(CAST(text LIKE '%Wait%' AS INTEGER)) FROM read_parquet('{tmp_path}/out/enriched/data/*.parquet')").fetchall()[0][0]
     assert wait > 0.2  # backtracking-rich traces dominate the enriched set
     with pytest.raises(CPTError, match="inside the common length range"):
-        run_cpt(tags, InputSpec(str(corpus)), "40k", tiny_model, tmp_path / "big", CPTSelection(min_behaviors=2),
-                tolerance=0.02, export=False, progress=False, length_match="strict")
+        run_cpt(cpt_job(tags, str(corpus), "40k", tiny_model, tmp_path / "big", min_behaviors=2, tolerance=0.02,
+                        export=False, length_match="strict"), progress=False)
 
     # Long traces vs short answers: the common length range is what brings the two length distributions together.
-    reports = {mode: run_cpt(tags, InputSpec(str(corpus)), "20k", tiny_model, tmp_path / mode, CPTSelection(),
-                             tolerance=0.02, export=False, progress=False, length_match=mode).report
+    reports = {mode: run_cpt(cpt_job(tags, str(corpus), "20k", tiny_model, tmp_path / mode, tolerance=0.02,
+                                     export=False, length_match=mode), progress=False).report
                for mode in ("none", "strict")}
     common = reports["strict"]
     assert abs(common.enriched_tokens - 20_000) <= 200 and abs(common.minimized_tokens - 20_000) <= 400
@@ -466,10 +469,10 @@ def test_best_effort_default_on_real_mix_where_the_common_range_fails(shared_dat
     # The length range both pools share holds too few behavior-rich tokens for the budget: strict refuses, and counts
     # the candidates the range left out (cut on characters before the token counts, so not zero).
     with pytest.raises(CPTError, match=r"inside the common length range [\d,]+-[\d,]+ tokens \([1-9][\d,]* candidates"):
-        run_cpt(tags, InputSpec(str(corpus)), budget, qwen_tokenizer, tmp_path / "strict", export=False, progress=False,
-                length_match="strict")
+        run_cpt(cpt_job(tags, str(corpus), budget, qwen_tokenizer, tmp_path / "strict", export=False,
+                        length_match="strict"), progress=False)
     out = tmp_path / "best"
-    report = run_cpt(tags, InputSpec(str(corpus)), budget, qwen_tokenizer, out, domain_key="domain", export=False,
+    report = run_cpt(cpt_job(tags, str(corpus), budget, qwen_tokenizer, out, domain_key="domain", export=False),
                      progress=False).report  # the default
     assert report.length_match == "best" and min(report.pool_tokens.values()) > 2 * budget
     sets = {v: pq.read_table(out / v / "data").to_pylist() for v in ("enriched", "minimized")}
@@ -514,8 +517,8 @@ def test_best_effort_default_on_real_mix_where_the_common_range_fails(shared_dat
         report.pool_documents["enriched"], len(sets["enriched"]), report.pool_documents["minimized"], len(sets["minimized"])]
     # --require-solution on the same tags: documents without a problem and a worked solution are rejected, with reasons.
     solved = tmp_path / "solved"
-    run_cpt(tags, InputSpec(str(corpus)), 40_000, qwen_tokenizer, solved, export=False, progress=False,
-            require_solution="cues")
+    run_cpt(cpt_job(tags, str(corpus), 40_000, qwen_tokenizer, solved, export=False, require_solution=True,
+                    solution_judge="cues"), progress=False)
     rejects = [json.loads(line) for line in (solved / "rejects" / "require_solution.jsonl").read_text().splitlines()]
     assert rejects and {r["reason"].split(":")[0] for r in rejects} <= {"no_problem", "no_solution"}
     rejected = {r["id"] for r in rejects}

@@ -4,6 +4,7 @@ import threading
 import pyarrow.parquet as pq
 import pytest
 
+from curate.builders.jobs import McqaJob
 from curate.builders.mcqa import (
     Answer,
     Converted,
@@ -20,6 +21,7 @@ from curate.builders.mcqa import (
     stem_subscripts,
     stem_variables,
 )
+from curate.pipelines.cleaning import Cleaning
 from curate.rewards import score
 from curate.rewards.equivalence import parse_latex, verify_parsed
 
@@ -137,7 +139,7 @@ def test_malformed_rows_go_to_rejects_and_output_layout(tmp_path):
     ]
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(map(json.dumps, rows)) + "\n{not json\n")
-    result = run_mcqa([str(src)], tmp_path / "out", progress=False)
+    result = run_mcqa(McqaJob(inputs=[str(src)], output=tmp_path / "out", cleaning=Cleaning()), progress=False)
     table = pq.read_table(tmp_path / "out/data/train-00000.parquet").to_pylist()
     assert [r["id"] for r in table] == ["ok"]
     assert table[0]["answer"] == "25" and table[0]["data_source"] == "curate/mcqa_open" and table[0]["gold_letter"] == "B"
@@ -158,7 +160,8 @@ def test_rl_export_and_reward(shared_data, tmp_path):
     from curate.handoff.export import run_export
     from curate.rewards import compute_score
 
-    run_mcqa([str(shared_data / "aqua/dev.json")], tmp_path / "open", limit=20, progress=False)
+    job = McqaJob(inputs=[str(shared_data / "aqua/dev.json")], output=tmp_path / "open", limit=20, cleaning=Cleaning())
+    run_mcqa(job, progress=False)
     run_export(tmp_path / "open", "verl", tmp_path / "verl")
     rows = pq.read_table(next((tmp_path / "verl/data").glob("*.parquet"))).to_pylist()
     assert rows and all(r["data_source"] == "curate/mcqa_open" for r in rows)

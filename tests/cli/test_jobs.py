@@ -15,6 +15,7 @@ from curate.builders.mcqa import output_identity
 from curate.cli import SAMPLE_CORPUS, app
 from curate.cli.groups import SERVER_FLAGS
 from curate.flows.build import BuildParameters
+from curate.flows.common import ServerParameters
 from curate.flows.curate_pipeline import PipelineParameters
 from curate.flows.export import ExportParameters
 from curate.flows.mcqa import McqaParameters
@@ -24,7 +25,7 @@ from curate.handoff.jobs import ExportJob, PassRateJob
 from curate.handoff.passrate import claim_record
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import SERVER_FIELDS, DecontamJob, DedupJob, TagJob, TagLLMJob, offered
+from curate.pipelines.jobs import DecontamJob, DedupJob, TagJob, TagLLMJob, offered
 from curate.pipelines.state import folder_signature
 from curate.pipelines.tagging import llm_options
 from tests.support.jobs import job_from
@@ -84,7 +85,7 @@ def test_the_tag_flow_runs_an_llm_classifier_as_curate_tag_does(tmp_path):
     # What the command does not offer (tag's parallelism follows --gpus-per-task), the flow refuses.
     with pytest.raises(ValidationError, match="tp is not an option"):
         TagParameters(input=str(SAMPLE_CORPUS), server={"tp": 2})
-    assert set(SERVER_FIELDS) == set(SERVER_FLAGS)  # a flow's server parameters are the panel's options
+    assert set(ServerParameters.model_fields) == set(SERVER_FLAGS)  # a flow's server parameters are the panel's
     assert {f.name for f in offered(TagJob)} | {"input", "text_key", "id_key", "split", "config", "streaming",
                                                "executor", "server"} == set(TagParameters.model_fields)
 
@@ -173,7 +174,7 @@ def test_mcqa_records_what_it_recorded_before_its_job(tmp_path):
             "--model", "org/m", "--backend", "endpoint", "--endpoint-url", "http://llm:8000/v1", "--max-tokens", "512",
             "--concurrency", "2", "--dedup"]
     job = job_from(McqaJob, argv)
-    what, inputs = output_identity(job.inputs, job.format, job.limit, job.llm, **job.cleaning.arguments())
+    what, inputs = output_identity(job)
     # The parameters `curate mcqa` wrote into OUTPUT/.curate-output.json for these options before the job.
     assert what == {
         "inputs": [str(items), "hf:org/mc:test"], "format": "auto", "limit": 5, "dedup": True, "decontam": None,

@@ -80,25 +80,30 @@ def build_multihop(tmp_path: Path) -> list[Path]:
 
 
 def build_mcqa(tmp_path: Path) -> list[Path]:
+    from curate.builders.jobs import McqaJob
     from curate.builders.mcqa import run_mcqa
+    from curate.pipelines.cleaning import Cleaning
 
     source = _write_jsonl(tmp_path / "mc.jsonl", [
         {"id": "ok", "question": "A shirt costs $20 after a 20% discount. What was the original price in dollars?",
          "options": {"A": "$24", "B": "$25", "C": "$30"}, "answer": "B"},
         {"id": "which", "question": "Which of the following is prime?", "options": {"A": "4", "B": "7"}, "answer": "B"},
     ])
-    run_mcqa([str(source)], tmp_path / "mcqa", progress=False)
+    run_mcqa(McqaJob(inputs=[str(source)], output=tmp_path / "mcqa", cleaning=Cleaning()), progress=False)
     return [tmp_path / "mcqa" / "README.md"]
 
 
 def build_cpt(tmp_path: Path) -> list[Path]:
-    from curate.builders.cpt import run_cpt
+    from curate.builders.cpt.run import run_cpt
+    from curate.builders.jobs import CPTJob
+    from curate.pipelines.cleaning import Cleaning
     from curate.pipelines.tag import run_tagging
     from tests.support.tiny_model import make_tiny_chat_model
 
     tokenizer = str(make_tiny_chat_model(tmp_path / "model"))
     tags = run_tagging(InputSpec(SAMPLE), tmp_path / "tags", "cues", progress=False).tags_dir
-    run_cpt(tags, InputSpec(SAMPLE), "4k", tokenizer, tmp_path / "cpt", export=False, progress=False)
+    run_cpt(CPTJob(tags=tags, corpus=InputSpec(SAMPLE), tokens="4k", tokenizer=tokenizer, output=tmp_path / "cpt",
+                   cleaning=Cleaning(), export=False), progress=False)
     return [tmp_path / "cpt" / v / "README.md" for v in ("enriched", "minimized")]
 
 

@@ -82,7 +82,9 @@ def build_multihop(root: Path) -> Built:
 
 
 def build_mcqa(root: Path) -> Built:
+    from curate.builders.jobs import McqaJob
     from curate.builders.mcqa import run_mcqa
+    from curate.pipelines.cleaning import Cleaning
 
     source = _jsonl(root / "mc.jsonl", [
         {"id": "shirt", "question": "A shirt costs $20 after a 20% discount. What was the original price in dollars?",
@@ -91,7 +93,7 @@ def build_mcqa(root: Path) -> Built:
          "answer": "A"},
     ])
     dataset = root / "mcqa"
-    run_mcqa([str(source)], dataset, progress=False)
+    run_mcqa(McqaJob(inputs=[str(source)], output=dataset, cleaning=Cleaning()), progress=False)
     return Built(dataset, *_boxed({row["id"]: row["answer"] for row in _rows(dataset)}))
 
 

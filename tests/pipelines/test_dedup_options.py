@@ -6,10 +6,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from curate.cli import app
+from curate.builders.jobs import McqaJob
 from curate.builders.mcqa import run_mcqa
 from curate.builders.multihop import run_multihop
 from curate.builders.priming import PrimingConfig, run_priming
+from curate.cli import app
+from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.readers import InputSpec
 
 
@@ -65,12 +67,12 @@ def test_mcqa_dedup_drops_copied_items_and_decontam_flags_aqua_test(shared_data,
     aqua_test = shared_data / "aqua" / "test.json"
     copy = tmp_path / "aqua_copy.jsonl"
     copy.write_text("".join(_head(aqua_test, 40)))
-    once = run_mcqa([str(copy)], tmp_path / "once", progress=False)
+    once = run_mcqa(McqaJob(inputs=[str(copy)], output=tmp_path / "once", cleaning=Cleaning()), progress=False)
     assert once.kept > 0
 
     twice = tmp_path / "twice"
-    run_mcqa([str(aqua_test), str(copy)], twice, limit=40, progress=False, dedup=True, decontam="gsm8k",
-             benchmarks_dir=shared_data)
+    run_mcqa(McqaJob(inputs=[str(aqua_test), str(copy)], output=twice, limit=40,
+                     cleaning=Cleaning(dedup=True, decontam="gsm8k", benchmarks_dir=shared_data)), progress=False)
     removed = _jsonl(twice / "rejects" / "duplicates.jsonl")
     assert len(removed) == once.kept
     assert all(r["reason"] == "exact_duplicate" and r["duplicate_of"].startswith("aqua/test:") for r in removed)
@@ -81,7 +83,8 @@ def test_mcqa_dedup_drops_copied_items_and_decontam_flags_aqua_test(shared_data,
     assert not (twice / "rejects" / "contaminated.jsonl").exists()
 
     flagged = tmp_path / "flagged"
-    run_mcqa([str(aqua_test)], flagged, limit=40, progress=False, decontam="aqua", benchmarks_dir=shared_data)
+    run_mcqa(McqaJob(inputs=[str(aqua_test)], output=flagged, limit=40,
+                     cleaning=Cleaning(decontam="aqua", benchmarks_dir=shared_data)), progress=False)
     assert _rows(flagged) == []
     hits = _jsonl(flagged / "rejects" / "contaminated.jsonl")
     assert len(hits) == once.kept and {h["benchmark"] for h in hits} == {"aqua"}
@@ -89,7 +92,7 @@ def test_mcqa_dedup_drops_copied_items_and_decontam_flags_aqua_test(shared_data,
     assert "## Conversion per source" in card and f"| aqua/test | 40 | {once.kept} |" in card
 
     # A later run without the option leaves no stale side file behind.
-    run_mcqa([str(aqua_test)], flagged, limit=40, progress=False)
+    run_mcqa(McqaJob(inputs=[str(aqua_test)], output=flagged, limit=40, cleaning=Cleaning()), progress=False)
     assert not (flagged / "rejects" / "contaminated.jsonl").exists()
     assert "## Benchmark decontamination" not in (flagged / "README.md").read_text()
 

@@ -15,9 +15,9 @@ from datatrove.executor import LocalPipelineExecutor
 from typer.testing import CliRunner
 
 from curate.behaviors import BEHAVIOR_NAMES, Behavior
-from curate.cli import app
 from curate.builders.behavior import run_build
-from curate.builders.cpt import CPTSelection, select_pools, tag_files
+from curate.builders.cpt.selection import CPTSelection, select_pools, tag_files
+from curate.cli import app
 from curate.pipelines.query import (
     KEPT_ELSEWHERE,
     Selection,

@@ -18,8 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from curate.builders.cpt import CPTSelection, run_cpt
+from curate.builders.cpt.run import run_cpt
+from curate.builders.jobs import CPTJob
 from curate.cli import app
+from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.decontam import decontaminate
 from curate.pipelines.dedup import dedup
 from curate.pipelines.executors import DRY_RUN_SUBMISSION, SLURM_SCRIPT, ExecutorOptions
@@ -225,8 +227,9 @@ def cpt_sets(output: Path) -> dict[str, list[tuple[str, int]]]:
 
 
 def test_cpt_slurm_dry_run_then_rerun_matches_local(tmp_path, sample_tags, tiny_tokenizer):
-    local = run_cpt(sample_tags, InputSpec(str(SAMPLE)), "6k", tiny_tokenizer, tmp_path / "local", CPTSelection(seed=3),
-                    dedup=True, tasks=2, workers=2, export=False, progress=False)
+    local = run_cpt(CPTJob(tags=sample_tags, corpus=InputSpec(str(SAMPLE)), tokens="6k", tokenizer=tiny_tokenizer,
+                           output=tmp_path / "local", seed=3, cleaning=Cleaning(dedup=True), export=False,
+                           executor=ExecutorOptions(tasks=2, workers=2)), progress=False)
     out = tmp_path / "slurm"
     command = ["cpt", "--tags", str(sample_tags), "--texts", str(SAMPLE), "--tokens", "6k", "--tokenizer", tiny_tokenizer,
                "--seed", "3", "--dedup", "--tasks", "2", "--workers", "2", "--output", str(out), *SLURM]
@@ -331,8 +334,9 @@ def test_ray_dedup_and_decontam_match_local(tmp_path, ray_cluster):
 
 @pytest.mark.skipif(not HAS_RAY, reason="Ray not installed (pip install 'ray[default]')")
 def test_ray_cpt_matches_local(tmp_path, ray_cluster, sample_tags, tiny_tokenizer):
-    for name, executor in (("local", None), ("ray", ExecutorOptions(kind="ray"))):
-        run_cpt(sample_tags, InputSpec(str(SAMPLE)), "6k", tiny_tokenizer, tmp_path / name, CPTSelection(seed=3),
-                tasks=2, workers=2, export=False, progress=False, executor=executor)
+    for name in ("local", "ray"):
+        run_cpt(CPTJob(tags=sample_tags, corpus=InputSpec(str(SAMPLE)), tokens="6k", tokenizer=tiny_tokenizer,
+                       output=tmp_path / name, seed=3, cleaning=Cleaning(), export=False,
+                       executor=ExecutorOptions(tasks=2, workers=2, kind=name)), progress=False)
     assert cpt_sets(tmp_path / "ray") == cpt_sets(tmp_path / "local")
     assert all(cpt_sets(tmp_path / "ray").values())

@@ -10,7 +10,9 @@ from pathlib import Path
 from datatrove.pipeline.base import PipelineStep
 from packaging.requirements import Requirement
 
-import curate.builders.cpt
+import curate.builders.cpt.judge
+import curate.builders.cpt.pool
+import curate.builders.cpt.rewrite
 import curate.builders.priming_judge
 import curate.handoff.onpolicy_audit
 import curate.handoff.passrate
@@ -21,8 +23,9 @@ import curate.pipelines.steps
 from curate.pipelines.installed import InstalledWithCurate
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = (curate.builders.cpt, curate.builders.priming_judge, curate.handoff.onpolicy_audit, curate.handoff.passrate,
-           curate.pipelines.dedup, curate.pipelines.llm_tag, curate.pipelines.readers, curate.pipelines.steps)
+MODULES = (curate.builders.cpt.judge, curate.builders.cpt.pool, curate.builders.cpt.rewrite, curate.builders.priming_judge,
+           curate.handoff.onpolicy_audit, curate.handoff.passrate, curate.pipelines.dedup, curate.pipelines.llm_tag,
+           curate.pipelines.readers, curate.pipelines.steps)
 
 
 def curate_dependencies() -> set[str]:

@@ -9,9 +9,10 @@ for every command that offers a model server, `curate tag` with cues among them,
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from curate.errors import CurateError
+from curate.options import ServerFields
 from curate.pipelines.vllm_serve import VLLMSetupError, check_vllm, executable_path, reasoning_flags
 
 BACKENDS = ("vllm", "endpoint", "transformers")
@@ -26,24 +27,16 @@ class ServerConfigError(CurateError, ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class ServerOptions:
-    """Which model, on which server, started how. A job's options extend this class with the job's own settings
-    (sampling, prompts, budgets), so that every job validates and configures its server the same way."""
+@dataclass(frozen=True, kw_only=True)
+class ServerOptions(ServerFields):
+    """Which model, on which server (ServerFields: the "Model server" options), started how. A job's options extend
+    this class with the job's own settings (sampling, prompts, budgets), so that every job validates and configures
+    its server the same way."""
 
     model: str
-    backend: str = "transformers"
-    endpoint_url: str | None = None
-    tp: int | None = None  # None: the GPUs per task for vllm, else 1
-    dp: int = 1
-    server_args: dict = field(default_factory=dict)  # extra server flags, KEY -> VALUE (True: a bare flag)
-    concurrency: int | None = None  # requests in flight; None: DEFAULT_CONCURRENCY of the backend
     request_timeout: float = 600.0
-    device: str = "auto"  # transformers backend only
     chat_template_kwargs: dict | None = None  # None: the model family's default (Qwen3: thinking off), else {}
     reasoning_parser: str | None = None  # vllm only: the server splits <think> off into `reasoning`
-    server_start_timeout: float | None = None  # seconds per start attempt; None: DEFAULT_START_TIMEOUT
-    server_start_retries: int | None = None  # None: DEFAULT_START_RETRIES
     max_model_len: int | None = None  # the server's context; None: what one request of the job needs
 
     @property
