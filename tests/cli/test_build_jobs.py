@@ -21,8 +21,8 @@ from curate.cli.build import typed_problem_space
 from curate.cli.groups import job_command
 from curate.flows.cpt import CPTParameters
 from curate.flows.priming import PrimingParameters
+from curate.options import offered
 from curate.pipelines.cleaning import Cleaning
-from curate.pipelines.jobs import offered
 
 
 def command_job(job_class: type, argv: list[str], *wrappers):

@@ -18,7 +18,7 @@ from curate.cli import app
 from curate.flows.publish import PublishParameters
 from curate.handoff.jobs import HandoffJob, PolicyAuditJob, PublishJob, VerifierAuditJob
 from curate.handoff.passrate import SamplingOptions
-from curate.pipelines.jobs import offered
+from curate.options import offered
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.state import OWNER_FILE, folder_signature
 from tests.support.jobs import job_from

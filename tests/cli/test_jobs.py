@@ -23,9 +23,10 @@ from curate.flows.multihop import MultihopParameters
 from curate.flows.tag import TagParameters
 from curate.handoff.jobs import ExportJob, PassRateJob
 from curate.handoff.passrate import claim_record
+from curate.options import offered
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executor_options import ExecutorOptions
-from curate.pipelines.jobs import DecontamJob, DedupJob, TagJob, TagLLMJob, offered
+from curate.pipelines.jobs import DecontamJob, DedupJob, TagJob, TagLLMJob
 from curate.pipelines.state import folder_signature
 from curate.pipelines.tagging import llm_options
 from tests.support.jobs import job_from
