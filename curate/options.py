@@ -140,6 +140,11 @@ class ServerFields:
                                flag_type=list[str] | None, flag_default=None)
 
 
+# The server of a job that runs no model unless asked (mcqa --reformulate, priming --writer llm, cpt --rewrite), as a
+# job built without the command line (a test, a bench) gets it.
+DEFAULT_SERVER = ServerFields()
+
+
 @dataclass(frozen=True, kw_only=True)
 class SamplingFields:
     """How a policy is sampled (`sampling=True` of a SERVER group): the options of SamplingOptions."""

@@ -14,15 +14,16 @@ from curate.options import (
     ALLOW_PARTIAL_HELP,
     CLASSIFIER_HELP,
     CLEANING,
-    DEVICE_HELP,
+    DEFAULT_MAX_DOC_TOKENS,
+    DEFAULT_SERVER,
     EXECUTOR,
     INPUT,
     OUTPUT_PANEL,
     OVERWRITE_HELP,
+    SERVER,
     SPLIT_HELP,
-    START_RETRIES_HELP,
-    START_TIMEOUT_HELP,
     VERIFY_INPUTS_HELP,
+    ServerFields,
     group,
     option,
 )
@@ -34,10 +35,10 @@ if TYPE_CHECKING:  # they import datatrove
     from curate.pipelines.readers import InputSpec
 
 
-def server_start(job) -> dict:
+def server_start(server: ServerFields) -> dict:
     """How a job's model server is started (--server-start-timeout, --server-start-retries), as ServerOptions fields:
     only those given, so that the parameters a dataset was claimed with before the options existed still match."""
-    given = {"server_start_timeout": job.server_start_timeout, "server_start_retries": job.server_start_retries}
+    given = {"server_start_timeout": server.server_start_timeout, "server_start_retries": server.server_start_retries}
     return {name: value for name, value in given.items() if value is not None}
 
 
@@ -147,27 +148,26 @@ class McqaJob:
     reformulate: bool = option("LLM rewrite of each kept stem plus an LLM judge (Big-Math); needs --model.",
                                "--reformulate", default=False)
     model: str | None = option("--reformulate: the model (hub name or local dir).", default=None)
-    backend: str = option("--reformulate: vllm, endpoint or transformers.", default="transformers")
-    endpoint_url: str | None = option("--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.",
-                                      default=None)
-    device: str = option(DEVICE_HELP, default="auto")
     max_tokens: int = option("--reformulate: generation budget per rewrite.", default=1024, min=16)
-    concurrency: int | None = option("--reformulate: requests in flight.", default=None, min=1)
-    server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
-    server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)
     overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the question).",
                                decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam "
                                "--against`).")
+    # The rewriter's and judge's server (its model: `model`).
+    server: ServerFields = group(SERVER, default=DEFAULT_SERVER, without=("tp", "dp", "server_args"), help={
+        "backend": "--reformulate: vllm, endpoint or transformers.",
+        "endpoint_url": "--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.",
+        "concurrency": "--reformulate: requests in flight."})
 
     @property
     def llm(self) -> dict | None:
         """--reformulate: the LLMOptions fields of the rewriter and judge (greedy), as the command always gave them."""
         if not self.reformulate:
             return None
-        return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
-                "max_tokens": self.max_tokens, "temperature": 0.0, "concurrency": self.concurrency,
-                **server_start(self)}
+        server = self.server
+        return {"model": self.model, "backend": server.backend, "endpoint_url": server.endpoint_url,
+                "device": server.device, "max_tokens": self.max_tokens, "temperature": 0.0,
+                "concurrency": server.concurrency, **server_start(server)}
 
 
 # The priming check is the cue engine, not `cues` (cues_ngram_v1): the symbolic writer's templates were written
@@ -207,15 +207,8 @@ class PrimingJob:
     placeholder_for: str = option("Variant whose trace length placeholder_cot matches.", default="all_strategies")
     seed: int = option("Seed of problems and phrasing.", default=0)
     model: str | None = option("--writer llm: the teacher model (hub name or local dir).", default=None)
-    backend: str = option("--writer llm / --judge-model: vllm, endpoint or transformers.", default="transformers")
-    endpoint_url: str | None = option("--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.",
-                                      default=None)
-    device: str = option(DEVICE_HELP, default="auto")
     temperature: float = option("--writer llm: sampling temperature of the teacher.", default=0.7, min=0)
     max_trace_tokens: int = option("--writer llm: generation budget per trace.", default=2048, min=16)
-    concurrency: int | None = option("--writer llm / --judge-model: requests in flight.", default=None, min=1)
-    server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
-    server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)
     judge_model: str | None = option("Also judge every written trace with this model (LLM judge, Countdown prompt with "
                                      "the numbers and target; served by --backend/--endpoint-url/--device): the card "
                                      "reports its acceptance beside the classifier's.", default=None)
@@ -226,23 +219,30 @@ class PrimingJob:
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the completion).",
                                decontam="Remove rows whose question or completion overlaps these benchmarks (as "
                                "`curate decontam --against`).")
+    # The teacher's server (its model: `model`), which the judge (`judge_model`) runs on too.
+    server: ServerFields = group(SERVER, default=DEFAULT_SERVER, without=("tp", "dp", "server_args"), help={
+        "backend": "--writer llm / --judge-model: vllm, endpoint or transformers.",
+        "endpoint_url": "--backend endpoint: base URL; key from CURATE_API_KEY or OPENAI_API_KEY.",
+        "concurrency": "--writer llm / --judge-model: requests in flight."})
 
     @property
     def llm(self) -> dict | None:
         """--writer llm: the LLMOptions fields of the teacher, as the command always gave them."""
         if self.writer != "llm":
             return None
-        return {"model": self.model, "backend": self.backend, "endpoint_url": self.endpoint_url, "device": self.device,
-                "temperature": self.temperature, "max_tokens": self.max_trace_tokens, "concurrency": self.concurrency,
-                **server_start(self)}
+        server = self.server
+        return {"model": self.model, "backend": server.backend, "endpoint_url": server.endpoint_url,
+                "device": server.device, "temperature": self.temperature, "max_tokens": self.max_trace_tokens,
+                "concurrency": server.concurrency, **server_start(server)}
 
     @property
     def judge(self) -> dict | None:
         """--judge-model: the JudgeOptions fields of the judge, on the writer's server settings."""
         if not self.judge_model:
             return None
-        return {"model": self.judge_model, "backend": self.backend, "endpoint_url": self.endpoint_url,
-                "device": self.device, "concurrency": self.concurrency, **server_start(self)}
+        server = self.server
+        return {"model": self.judge_model, "backend": server.backend, "endpoint_url": server.endpoint_url,
+                "device": server.device, "concurrency": server.concurrency, **server_start(server)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,15 +280,9 @@ class CPTJob:
     solution_judge: str = option("--require-solution: cues (a CPU rule) or llm (the is_solution prompt on --model / "
                                  "--backend, the server --rewrite uses).", default="cues")
     model: str | None = option("--rewrite / --solution-judge llm: the model (path or name).", default=None)
-    backend: str = option("--rewrite: vllm, endpoint or transformers.", default="transformers")
-    endpoint_url: str | None = option("--backend endpoint: base URL; key from CURATE_API_KEY.", default=None)
-    max_doc_tokens: int = option("--rewrite: documents cut to this many model tokens.", default=3072, min=16)
+    max_doc_tokens: int = option("--rewrite: documents cut to this many model tokens.",
+                                 default=DEFAULT_MAX_DOC_TOKENS, min=16)
     max_new_tokens: int = option("--rewrite: generation limit per document.", default=4096, min=1)
-    tp: int = option("--backend vllm: tensor parallel size.", default=1, min=1)
-    dp: int = option("--backend vllm: data parallel size.", default=1, min=1)
-    concurrency: int | None = option("--rewrite: requests in flight.", default=None, min=1)
-    server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
-    server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)
     pack_length: int = option("Tokens per packed sequence.", default=4096, min=2)
     pack_format: str = option("Packed sequences as parquet or memmap (tokens.bin).", default="parquet")
     license: str = option("License of the source text, for the cards.", default="other", panel=OUTPUT_PANEL)
@@ -301,7 +295,22 @@ class CPTJob:
     corpus: InputSpec = group(INPUT, texts=True)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and near duplicates from the candidates first.",
                                decontam="Remove candidates overlapping these benchmarks.")
+    # The server of the LLM jobs (the rewrite, the solution judge; its model: `model`).
+    server: ServerFields = group(SERVER, default=DEFAULT_SERVER, without=("device", "server_args"), help={
+        "backend": "--rewrite: vllm, endpoint or transformers.",
+        "endpoint_url": "--backend endpoint: base URL; key from CURATE_API_KEY.",
+        "tp": "--backend vllm: tensor parallel size.",
+        "dp": "--backend vllm: data parallel size.",
+        "concurrency": "--rewrite: requests in flight."})
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
+
+    @property
+    def llm(self) -> dict:
+        """The server fields of the LLM jobs (RewriteOptions, SolutionJudgeOptions), as the command always gave them."""
+        server = self.server
+        return {"model": self.model, "backend": server.backend, "endpoint_url": server.endpoint_url,
+                "max_doc_tokens": self.max_doc_tokens, "tp": server.tp, "dp": server.dp,
+                "concurrency": server.concurrency, **server_start(server)}
 
     @property
     def runs_on(self) -> ExecutorOptions:

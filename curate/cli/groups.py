@@ -157,14 +157,15 @@ def _with_group(
 ) -> Callable:
     """`command` with the parameters of `flags` added, called with the parameters `make({field: value})` returns
     (`receives`). A flag the command declares itself is left to it, and its value still goes to `make`; so do
-    `taken`'s (field -> a parameter of the command); `without`: flags not offered (their defaults are used)."""
+    `taken`'s (field -> a parameter of the command); `without`: the fields not offered (their defaults are used)."""
     signature = _evaluated(command, receives)
     own = [p for p in signature.parameters.values() if p.name not in receives]
     names = {p.name for p in own}
     offered = {f.parameter for f in flags.values()}
     declared = names & offered
-    if set(without) - offered:
-        raise TypeError(f"not options of this group: {', '.join(sorted(set(without) - offered))}")
+    if set(without) - set(flags):
+        raise TypeError(f"not options of this group: {', '.join(sorted(set(without) - set(flags)))}")
+    without = {flags[name].parameter for name in without}
     taken = dict(taken or {})
     if set(taken.values()) - names:
         raise TypeError(f"{command.__name__} lacks the parameters {', '.join(sorted(set(taken.values()) - names))}")

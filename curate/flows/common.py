@@ -265,11 +265,11 @@ class CorpusParameters(BaseModel):
         return self.spec().is_hub
 
 
-def corpus_fields(path: str) -> dict:
-    """The "Input" options (InputFields) as flow parameters, the corpus itself named `path` (input, or cpt's texts)
-    and required."""
+def corpus_fields(path: str = "input", help: str | None = None) -> dict:
+    """The "Input" options (InputFields) as flow parameters, the corpus itself named `path` (input, or cpt's texts,
+    with its `help`) and required."""
     declared = next(f for f in offered(InputFields) if f.name == "path")
-    return {path: (str, Field(min_length=1, description=declared.metadata["help"])),
+    return {path: (str, Field(min_length=1, description=help or declared.metadata["help"])),
             **option_fields(InputFields, exclude=("path",))}
 
 
@@ -295,7 +295,7 @@ class InputBase(CorpusParameters):
 InputParameters = create_model(
     "InputParameters", __base__=InputBase, __module__=__name__, __doc__="""A corpus: a file, a directory, a glob
     ('corpus/*.jsonl') or a Hugging Face dataset 'hf:ORG/NAME', and how it is read (the "Input" options).""",
-    **corpus_fields("input"))
+    **corpus_fields())
 
 
 def check_input(spec) -> None:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import Field
+from pydantic import Field, create_model
 
 from curate.builders.cpt.matching import length_removed
 from curate.builders.cpt.run import cpt, cpt_options
@@ -16,25 +16,20 @@ from curate.builders.jobs import CPTJob
 from curate.flows.common import (
     CorpusParameters,
     cache_key,
+    corpus_fields,
     job_model,
     job_task,
     spec_files_signature,
     submission_summary,
 )
+from curate.options import TEXTS_HELP
 from curate.pipelines.executors import JobSubmitted
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import files_signature
 
 
-class TaggedCorpus(CorpusParameters):
-    """The corpus the job's tags were made from (`--texts` and its Input options): a local one must name a file
-    before the run starts."""
-
-    texts: str = Field(min_length=1, description="The corpus the tags were made from (file, folder, glob or hf:NAME).")
-    text_key: str = "text"
-    id_key: str = "id"
-    split: str = "train"
-    streaming: bool = False
+class TaggedCorpusBase(CorpusParameters):
+    """The corpus the job's tags were made from (TaggedCorpus)."""
 
     def spec(self):
         return InputSpec(path=self.texts, text_key=self.text_key, id_key=self.id_key, split=self.split,
@@ -45,7 +40,13 @@ class TaggedCorpus(CorpusParameters):
         """A corpus or tokenizer fetched from the Hub, or an LLM job (rewrite, solution judge) on a remote endpoint."""
         hub_tokenizer = not Path(self.tokenizer).expanduser().is_dir()
         llm = self.rewrite or (self.require_solution and self.solution_judge == "llm")
-        return self.reads_remote or hub_tokenizer or (llm and self.backend == "endpoint")
+        return self.reads_remote or hub_tokenizer or (llm and self.server.backend == "endpoint")
+
+
+TaggedCorpus = create_model(
+    "TaggedCorpus", __base__=TaggedCorpusBase, __module__=__name__, __doc__="""The corpus the job's tags were made
+    from (`--texts` and its Input options): a local one must name a file before the run starts.""",
+    **corpus_fields("texts", TEXTS_HELP))
 
 
 CPTParameters = job_model(

@@ -36,7 +36,7 @@ class PrimingParameters(PrimingJobParameters):
         """A tokenizer fetched from the Hub, or traces written or judged by a remote endpoint."""
         hub_tokenizer = bool(self.tokenizer) and not Path(self.tokenizer).expanduser().is_dir()
         llm = self.writer == "llm" or self.judge_model is not None
-        return hub_tokenizer or (llm and self.backend == "endpoint")
+        return hub_tokenizer or (llm and self.server.backend == "endpoint")
 
 
 def _priming_key(context, arguments: dict) -> str:

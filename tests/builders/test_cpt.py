@@ -28,6 +28,7 @@ from curate.builders.cpt.run import run_cpt
 from curate.builders.cpt.selection import CPTSelection
 from curate.builders.jobs import CPTJob
 from curate.classifiers.solution import CUE_VERSION
+from curate.options import ServerFields
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.readers import InputSpec
 from curate.pipelines.tag import run_tagging
@@ -352,7 +353,8 @@ def test_llm_solution_judge_and_rewrite_budgets_through_an_endpoint(sample_tags,
         rewrite = RewriteOptions(model=tiny_model, backend="endpoint", endpoint_url=server.url, max_doc_tokens=100_000,
                                  max_new_tokens=4096)
         job = cpt_job(sample_tags, SAMPLE, budget, tiny_model, out, seed=3, rewrite=True, require_solution=True,
-                      solution_judge="llm", model=tiny_model, backend="endpoint", endpoint_url=server.url, export=False)
+                      solution_judge="llm", model=tiny_model, export=False,
+                      server=ServerFields(backend="endpoint", endpoint_url=server.url))
         result = run_cpt(job, rewrite=rewrite, solution_judge=judge, progress=False)
         outcomes = dict(server.outcomes)
     pool = pq.read_table(out / ".curate" / "pool" / "data", columns=["id", "pool", "text"]).to_pylist()

@@ -206,10 +206,12 @@ def test_review_reformulation_keeps_only_same_answer_rewrites_the_judge_passes()
 def test_mcqa_reformulate_with_a_random_model_rejects_every_rewrite(tiny_model, tmp_path, shared_data):
     from curate.builders.jobs import McqaJob
     from curate.builders.mcqa import run_mcqa
+    from curate.options import ServerFields
     from curate.pipelines.cleaning import Cleaning
 
     job = McqaJob(inputs=[str(shared_data / "aqua" / "dev.json")], output=tmp_path / "llm", limit=5, reformulate=True,
-                  model=str(tiny_model), backend="transformers", device="cpu", max_tokens=8, cleaning=Cleaning())
+                  model=str(tiny_model), server=ServerFields(backend="transformers", device="cpu"), max_tokens=8,
+                  cleaning=Cleaning())
     result = run_mcqa(job, progress=False)
     assert result.kept == 0 and result.rejected == 5
     # The rules keep some of these five items; the random model's rewrites lose every one of them.

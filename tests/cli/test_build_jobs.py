@@ -92,7 +92,7 @@ def test_priming_records_what_it_recorded_before_its_job_preset_and_typed_option
     made = resolve_preset(PrimingJob(variant="x", output=out, preset="tinyzero", target_range="5,60",
                                      cleaning=Cleaning()))
     assert (made.numbers, made.number_range, made.target_range, made.preset) == ("3,4", "1,100", "5,60", None)
-    assert {f.name for f in offered(PrimingJob)} - {"overwrite"} | {"cleaning", "llm_oversample"} == set(
+    assert {f.name for f in offered(PrimingJob)} - {"overwrite"} | {"cleaning", "llm_oversample", "server"} == set(
         PrimingParameters.model_fields)
 
 
@@ -159,7 +159,7 @@ def test_cpt_and_its_flow_record_what_the_command_recorded_before_its_job(tagged
     skipped = CPTParameters(**common, tokens="2k", output=str(tmp_path / "cpt"), export=False).job().record()
     assert skipped == {**CPT_DEFAULTS, **common, "export": False}
     assert {f.name for f in offered(CPTJob)} - {"overwrite"} | {"texts", "text_key", "id_key", "split", "streaming",
-                                                               "cleaning", "executor", "export"} == set(
+                                                               "cleaning", "executor", "export", "server"} == set(
         CPTParameters.model_fields)
 
 

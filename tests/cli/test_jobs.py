@@ -186,10 +186,10 @@ def test_mcqa_records_what_it_recorded_before_its_job(tmp_path):
             "server_start_timeout": None, "temperature": 0.0, "tp": 1}}
     assert inputs[1] == "hf:org/mc:test" and inputs[0][0][0] == str(items)
     flow = McqaParameters(inputs=[str(items), "hf:org/mc:test"], output=str(tmp_path / "mc"), limit=5,
-                          reformulate=True, model="org/m", backend="endpoint", endpoint_url="http://llm:8000/v1",
-                          max_tokens=512, concurrency=2, cleaning={"dedup": True}).job()
+                          reformulate=True, model="org/m", max_tokens=512, cleaning={"dedup": True},
+                          server={"backend": "endpoint", "endpoint_url": "http://llm:8000/v1", "concurrency": 2}).job()
     assert flow.llm == job.llm and (flow.inputs, flow.cleaning) == (job.inputs, job.cleaning)
-    assert {f.name for f in offered(McqaJob)} - {"overwrite"} | {"cleaning"} == set(McqaParameters.model_fields)
+    assert {f.name for f in offered(McqaJob)} - {"overwrite"} | {"cleaning", "server"} == set(McqaParameters.model_fields)
     # Refused before anything is claimed, by the command and the flow alike.
     refused = CliRunner().invoke(app, ["mcqa", "-i", str(items), "--model", "m", "-o", str(tmp_path / "out")])
     assert refused.exit_code == 2 and "--model applies to --reformulate only" in refused.output

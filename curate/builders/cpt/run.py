@@ -20,7 +20,7 @@ from curate.builders.cpt.packing import export_dataset
 from curate.builders.cpt.pool import build_pool
 from curate.builders.cpt.rewrite import RewriteOptions, RewriteResult, rematch_rewrites, rewrite_sources, run_rewrite
 from curate.builders.cpt.selection import CPTSelection, tag_files
-from curate.builders.jobs import CPTJob, server_start
+from curate.builders.jobs import CPTJob
 from curate.classifiers.solution import JUDGES
 from curate.files import atomic_path, write_text_atomic
 from curate.pipelines.query import count_rejects, parquet_files
@@ -51,9 +51,7 @@ def cpt_options(job: CPTJob) -> tuple[CPTSelection, RewriteOptions | None, Solut
         raise CPTError(f"--pack-format must be parquet or memmap, not {job.pack_format!r}")
     if job.rewrite and not job.model:
         raise CPTError("--rewrite needs --model")
-    server = {"model": job.model, "backend": job.backend, "endpoint_url": job.endpoint_url,
-              "max_doc_tokens": job.max_doc_tokens, "tp": job.tp, "dp": job.dp, "concurrency": job.concurrency,
-              **server_start(job)}
+    server = job.llm
     rewrite = RewriteOptions(**server, max_new_tokens=job.max_new_tokens) if job.rewrite else None
     if job.solution_judge not in JUDGES:
         raise CPTError(f"--solution-judge must be cues or llm, not {job.solution_judge!r}")
