@@ -195,10 +195,13 @@ def embeddings(documents: list[dict], workdir: Path, model: str, max_chunks: int
 
 
 def teacher_source() -> str:
-    """Digest of every loaded curate.classifiers module's source: the engine (cues.py) and the rules (cues_v3.py)
-    live in different modules, and an edit to either must relabel."""
+    """Digest of every loaded curate.classifiers module's source and of the cue versions' rule files: the engine
+    (cues.py) and the rules (cue_rules/cues_vN.json) live apart, and an edit to either must relabel."""
+    from curate.classifiers.cue_rules import RULES_DIR
+
     names = sorted(n for n in sys.modules if n.startswith("curate.classifiers") and getattr(sys.modules[n], "__file__", None))
-    return digest("".join(inspect.getsource(sys.modules[n]) for n in names))
+    rules = "".join(path.read_text(encoding="utf-8") for path in sorted(RULES_DIR.glob("*.json")))
+    return digest("".join(inspect.getsource(sys.modules[n]) for n in names) + rules)
 
 
 def teacher_labels(documents: list[dict], workdir: Path, teacher: str = "cues", progress: bool = True) -> tuple[np.ndarray, str, float]:

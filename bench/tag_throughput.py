@@ -142,14 +142,14 @@ def profile(texts: list[str], megabytes: float) -> dict:
 def prefilter_gain(texts: list[str], megabytes: float) -> dict:
     """In this process: cues_v3's classify over the same texts with and without the prefilter (no I/O), in CPU
     seconds (the machine may be shared), and whether the labels are the same."""
+    from curate.classifiers.cue_rules import read_version
     from curate.classifiers.cues import CueClassifier
-    from curate.classifiers.cues_v3 import CUES_V3
 
     sample, size = sample_of(texts, megabytes, seed=1)
     out: dict = {"mb": size}
     labels = {}
     for label, on in (("plain", False), ("prefilter", True), ("plain2", False), ("prefilter2", True)):
-        classifier = CueClassifier(cues=CUES_V3, name="cues_v3", prefilter=on)
+        classifier = CueClassifier(cues=read_version("cues_v3").cues, name="cues_v3", prefilter=on)
         started = time.process_time()
         labels[on] = classifier.classify(sample)
         out[label] = time.process_time() - started

@@ -11,6 +11,7 @@ import importlib
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from curate.errors import CurateError
 from curate.schema import Labels
@@ -48,20 +49,11 @@ def register(name: str):
 
 
 # Built-in classifiers by name, imported only when used: spaCy, sentence-transformers and the LLM
-# client stack each take seconds to import, and a worker needs just one of them.
+# client stack each take seconds to import, and a worker needs just one of them. Each cue version is its rule file
+# (classifiers/cue_rules/cues_vN.json), registered by curate.classifiers.cue_rules.
+CUE_RULES = Path(__file__).resolve().parent / "cue_rules"
 BUILTIN: dict[str, str] = {
-    "cues_v1": "curate.classifiers.cues",
-    "cues_v2": "curate.classifiers.cues_v2",
-    "cues_v3": "curate.classifiers.cues_v3",
-    "cues_v4": "curate.classifiers.cues_v4",
-    "cues_v5": "curate.classifiers.cues_v5",
-    "cues_v6": "curate.classifiers.cues_v6",
-    "cues_v7": "curate.classifiers.cues_v7",
-    "cues_v8": "curate.classifiers.cues_v8",
-    "cues_v9": "curate.classifiers.cues_v9",
-    "cues_v10": "curate.classifiers.cues_v10",
-    "cues_v11": "curate.classifiers.cues_v11",
-    "cues_v12": "curate.classifiers.cues_v12",
+    **{path.stem: "curate.classifiers.cue_rules" for path in CUE_RULES.glob("cues_v*.json")},
     "cues_ngram_v1": "curate.classifiers.cues_ngram",
     "cues_ngram_v2": "curate.classifiers.cues_ngram",
     "user_ngram_v1": "curate.classifiers.user_ngram",

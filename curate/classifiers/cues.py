@@ -1,4 +1,4 @@
-"""`cues_v1`: explicit phrasing of each behavior, found with spaCy's Matcher.
+"""The cue engine: explicit phrasing of each behavior, found with spaCy's matchers, and the context rules a cue names.
 
 CPU only, no model download: a blank English tokenizer, a sentencizer that also breaks at
 newlines (reasoning traces rarely end their lines with a full stop), and token patterns over
@@ -8,6 +8,10 @@ not a check.
 
 A count is the number of sentences in which a behavior's cues occur: "Wait, that's not right"
 is one instance of backtracking, not two. Evidence is the first cue span in each such sentence.
+
+The cues themselves are data: each released version's whole list is one file in curate/classifiers/cue_rules, which
+names the engine below that runs it (ENGINES). An edit here moves every version that engine runs; the golden labels
+(tests/golden) catch it, and a change of behavior is a new engine or a new version, not an edit.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
@@ -32,7 +36,7 @@ from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc, Span
 
 from curate.behaviors import BEHAVIOR_NAMES
-from curate.classifiers.base import Classifier, register
+from curate.classifiers.base import Classifier
 from curate.classifiers.prefilter import Context, Prefilter, Selection
 from curate.schema import Evidence, Labels
 
@@ -93,29 +97,6 @@ class Cue:
     later: str | None = None
 
 
-def revise(
-    cues: Sequence[Cue],
-    changes: dict[str, dict],
-    of: str,
-    behavior: str | None = None,
-    dropped: frozenset[str] = frozenset(),
-) -> tuple[Cue, ...]:
-    """A version's cues from the one before (`of` names it in the error): each cue whose pattern is in `changes` (of
-    `behavior` only, when given) with those fields replaced, the `dropped` patterns left out. A change or drop that
-    matches no cue fails, so a renamed pattern cannot silently stop revising."""
-    found = {cue.pattern for cue in cues if behavior is None or cue.behavior == behavior}
-    missing = (set(changes) | dropped) - found
-    if missing:
-        raise ValueError(f"{of} has no {behavior + ' ' if behavior else ''}cue {sorted(missing)}")
-    return tuple(
-        replace(cue, **changes[cue.pattern])
-        if cue.pattern in changes and (behavior is None or cue.behavior == behavior)
-        else cue
-        for cue in cues
-        if cue.pattern not in dropped
-    )
-
-
 def _token_spec(word: str) -> dict:
     optional = word.endswith("?") and len(word) > 1
     if optional:
@@ -136,171 +117,7 @@ def _token_spec(word: str) -> dict:
     return spec
 
 
-V, B, S, C = "verification", "backtracking", "subgoal_setting", "backward_chaining"
-
-CUES: tuple[Cue, ...] = (
-    # --- verification: the writer checks a result ---------------------------------------------
-    Cue(V, "let me|us check|verify|confirm|recheck|test|validate"),
-    Cue(V, "let 's check|verify|confirm|recheck|test|validate"),
-    Cue(V, "let me|us|'s quickly|just|also|now|first check|verify|confirm|recheck"),
-    Cue(V, "i|we will|'ll|should|can|could|must|might also|now|quickly|just|then? check|verify|confirm|recheck"),
-    Cue(V, "i|we checked|verified|confirmed|rechecked|double-checked"),
-    Cue(V, "to check|verify|confirm ,|this|:|that", sentence_start=True),
-    Cue(V, "in order to check|verify|confirm"),
-    Cue(V, "checking|verifying|confirming|rechecking :|,|that|this|the|my|our|again|with|it|whether|if"),
-    Cue(V, "double -? check|checking|checked|checks"),
-    Cue(V, "re -? check|checking|checked|verify|verifying"),
-    Cue(V, "sanity|quick|final -? check"),
-    Cue(V, "cross -? check|checking|checked"),
-    Cue(V, "check|checks|checking|verification|verify :|:*|.", sentence_start=True),
-    Cue(V, "check|verify|confirm it|this|that :|:*"),
-    Cue(V, "numerical|numeric|independent|quick|final|sanity|unit|units|dimensional|consistency check|checks|confirmation|cross-check"),
-    Cue(V, "as it|they|expected should|must"),
-    Cue(V, "both sides agree|match|equal"),
-    Cue(V, "am i|are we over|under -? counting|counting"),
-    Cue(V, "check that|whether|if", sentence_start=True),
-    Cue(V, "verification :"),
-    Cue(V, "make|making sure that|this|the|it|everything|i|we|my|our|there|these|nothing"),
-    Cue(V, "let me|us|'s make sure"),
-    Cue(V, "just to be sure|safe"),
-    Cue(V, "plug|plugging|plugged|substitute|substituting|substituted|putting|put|inserting it|this|these|that|them|NUM|x|y|the|our|both *? *? *? back"),
-    Cue(V, "plug|plugging|plugged|substitute|substituting|substituted back"),
-    Cue(V, "into|in the original|given equation|equations|problem|expression|inequality|condition|system"),
-    Cue(V, "which|this|that|it|and matches|agrees|confirms"),
-    Cue(V, "checks out"),
-    Cue(V, "as expected", not_in_question=True),
-    Cue(V, "✓|✔|✅"),
-    Cue(V, "consistent with the|our|what|my given|result|answer|earlier|previous|original|expected|above"),
-    Cue(V, "yes|yep|so|good|great , that|this|it|which 's|is correct|right|consistent", not_in_question=True),
-    Cue(V, "is|are|was indeed correct|right|consistent|true", not_in_question=True),
-    Cue(V, "does|did|do n't|not make sense|add up|seem right"),
-    Cue(V, "that|this|which|it seems|is|'s way? too large|big|small|high|low|much"),
-    Cue(V, "something 's|is|seems wrong|off", not_in_question=True),
-    Cue(V, "that|this|it seems|looks wrong|off|suspicious", not_in_question=True),
-    Cue(V, "contradicts|contradicting the|our|my|this|given problem|premise|condition|assumption|result|answer"),
-    Cue(V, "this|that|an inconsistency|discrepancy"),
-    Cue(V, "does|do|did n't|not match|agree|add up|check out"),
-    Cue(V, "which|that|this|it is|'s over|under|impossible|negative|not an integer|not possible"),
-    Cue(V, "i|we get|got|obtain the same result|answer|value|number"),
-    Cue(V, "the same result|answer|value as before|above|earlier"),
-    # --- backtracking: a path is abandoned or a result revised -----------------------------------
-    Cue(B, "wait", sentence_start=True, not_in_request=False),
-    Cue(B, "hold on", sentence_start=True, not_in_request=False),
-    Cue(B, "hang on", sentence_start=True, not_in_request=False),
-    Cue(B, "that|this|it|which 's|is|was not|n't right|correct"),
-    Cue(B, "that|this|it|which ca|can|could n't|not be right|correct"),
-    Cue(B, "that|this|it|which 's|is|was wrong|incorrect"),
-    Cue(B, "that|this|it|which does|did|will|would|wo n't|not work"),
-    Cue(B, "approach|method|idea|attempt|strategy|guess fails|failed|breaks"),
-    Cue(B, "i|we made|make|have|'ve a|an? mistake|error|typo|slip"),
-    Cue(B, "i|we made|'ve a|an * mistake|error|slip"),
-    Cue(B, "i|we 've|have made a|an? mistake|error"),
-    Cue(B, "my mistake|bad|error|miscalculation|typo"),
-    Cue(B, "there 's|is|was a|an mistake|error|typo", not_in_question=True),
-    Cue(B, "i|we miscalculated|misread|misunderstood|misapplied|overlooked|miscounted|mis"),
-    Cue(B, "i|we messed|mixed|screwed up"),
-    Cue(B, "i|we dropped|forgot|lost a|the sign|factor|term|minus"),
-    Cue(B, "oops|whoops|uh -? oh"),
-    Cue(B, "scratch|strike|ignore|disregard that|this|everything"),
-    Cue(B, "scratch|strike|ignore|disregard the above"),
-    Cue(B, "return|returning|returned to the start|beginning"),
-    Cue(B, "start|starting|begin|begins over|afresh"),
-    Cue(B, "from scratch"),
-    Cue(B, "let me|us|'s redo|rethink|reconsider|re-examine|reexamine|revisit|backtrack|retry|recompute|recalculate|correct|fix"),
-    Cue(B, "let me|us|'s try|use|take|consider a|another|some different|new|other? approach|method|way|strategy|idea|tack|route|combination"),
-    Cue(B, "let me|us|'s try something|it else|differently|again"),
-    Cue(B, "try|trying|tried a|another|some different|new|other? approach|method|way|strategy|combination|pairing|route|tack"),
-    Cue(B, "second thought|thoughts"),
-    Cue(B, "dead end|-end"),
-    Cue(B, "back to the drawing board"),
-    Cue(B, "go|going|went back to|and the|my|this|that|square|step|start|beginning|previous|earlier|original"),
-    Cue(B, "go|going|went back to NUM , NUM"),  # back to an earlier state of a search, e.g. Countdown's pool
-    Cue(B, "i|we was|were wrong|mistaken"),
-    Cue(B, "actually ,? no|wait"),
-    Cue(B, "actually ,? that|this|it|i 's|is|was|should n't|not|wrong|incorrect"),
-    Cue(B, "actually ,? i|we made a|an mistake|error"),
-    Cue(B, "no ,|. that|this|it 's|is|was|does|can not|n't|wrong"),
-    Cue(B, "correction :|,"),
-    Cue(B, "instead , let|i|we", sentence_start=True, not_in_request=False),
-    Cue(B, "that|this|it overshoots|undershoots|overshot|undershot"),
-    Cue(B, "that|this|it 's|is too big|large|small|high|low|much|many|few"),
-    Cue(B, "not|n't going to work"),
-    Cue(B, "gives|yields|leaves|equals NUM , not NUM"),
-    Cue(B, "backtrack|backtracking|backtracked"),
-    Cue(B, "scrap|scrapping|drop|dropping|abandon|abandoning|abandoned|ditch|discard it|this|that"),
-    Cue(B, "scrap|scrapping|drop|dropping|abandon|abandoning|abandoned|ditch|discard the|that|this idea|approach|plan|guess|attempt"),
-    Cue(B, "went|goes|go|led|leads nowhere"),
-    Cue(B, "that|this|the guess|idea|approach|bound is out|useless|hopeless|no good"),
-    Cue(B, "need|needs|try a|another different|new|better approach|method|idea|strategy"),
-    Cue(B, "back up", sentence_start=True),
-    Cue(B, "i|we was|were going to say|write|use"),
-    Cue(B, "wrong choice|approach|idea|turn|direction|guess|track|setup"),
-    Cue(B, "that|this 's|is worse|hopeless|a dead"),
-    Cue(B, "got|have that|it backwards|wrong|reversed"),
-    Cue(B, "switch|switching|change|changing approach|approaches|strategy|strategies|tactics|gears|tack"),
-    Cue(B, "route|path|approach|idea|way is|'s dead|hopeless|doomed"),
-    Cue(B, "too weak|crude|lossy"),
-    Cue(B, "hmm|oh|ah ,? no", not_in_request=False),
-    Cue(B, "re -? examine|think|do|compute|consider|evaluate|calculate"),
-    Cue(B, "should have been"),
-    # --- subgoal setting: the problem is split into intermediate goals ---------------------------
-    Cue(S, "first|firstly ,|of|let|i|we|off|step|thing", sentence_start=True),
-    Cue(S, "let me|us|'s first|start|begin"),
-    Cue(S, "i|we will|'ll|should|can|must|need first"),
-    Cue(S, "i|we first need|have|want|find|compute|calculate|determine|figure|show|prove|solve|consider"),
-    Cue(S, "to start|begin ,|with|off"),
-    Cue(S, "start|starting|begin|beginning|begins by|with finding|computing|calculating|determining|figuring|looking|working|solving|writing|simplifying|considering|breaking|expanding|rewriting|showing|proving"),
-    Cue(S, "step NUM|one|two|three :|.|)|-|—|is|–|,"),
-    Cue(S, "part NUM|one|two|a|b :|.|)|(|—|–|,", sentence_start=True),
-    Cue(S, "compute|calculate|find|handle|treat|do them|these|each|the two|the parts separately|one at a time|in turn"),
-    Cue(S, "smaller|simpler|separate targets|goals|problems|pieces|parts|tasks"),
-    Cue(S, "two|three|several things|facts|claims|parts|pieces :"),
-    Cue(S, "the|our|my first|next|last|final|second|third step|task|goal|subgoal|job|thing"),
-    Cue(S, "the|my|our plan|strategy|approach is|will|:"),
-    Cue(S, "here|here 's|is the|my|our|a plan|strategy|approach"),
-    Cue(S, "plan :"),
-    Cue(S, "plan of attack"),
-    Cue(S, "sub -? problem|problems|goal|goals|task|tasks"),
-    Cue(S, "in stages|steps|phases", not_in_question=True),
-    Cue(S, "break|breaks|breaking|broke|split|splits|splitting|divide|divides|dividing|decompose|decomposes|decomposing this|it|the|problem|that *? into|down|up"),
-    Cue(S, "into two|three|four|several|smaller|simpler|manageable parts|steps|pieces|cases|subproblems|sub-problems|stages"),
-    Cue(S, "in two|three|four|several steps|stages|parts"),
-    Cue(S, "subgoal|subgoals|sub-goal|subproblem|subproblems|sub-problem|sub-problems|subtask|subtasks"),
-    Cue(S, "once|after i|we have|know|find|get|found|compute|computed|determine"),
-    Cue(S, "then|next ,? i|we 'll|will|need|must|should"),
-    Cue(S, "next ,|we|i|let|step", sentence_start=True),
-    Cue(S, "finally ,|we|i|let", sentence_start=True),
-    Cue(S, "it remains to|remain"),
-    Cue(S, "now i|we need|have|want to find|compute|calculate|determine|show|figure|work|prove"),
-    Cue(S, "?", not_in_request=False),  # GSM8K-socratic sub-question "... ? **"; see _accept
-    # --- backward chaining: from the goal back to the givens -------------------------------------
-    Cue(C, "work|working|worked|reason|reasoning backward|backwards"),
-    Cue(C, "work|working|worked|reason|reasoning back from"),
-    Cue(C, "backward|backwards from|reasoning|chaining"),
-    Cue(C, "start|starting|begin|beginning from|with|at the goal|end|answer|target|conclusion|desired"),
-    Cue(C, "from the conclusion|goal|target|desired"),
-    Cue(C, "suffices|suffice", unless_next=frozenset({"note", "notice", "observe", "remark", "say", "mention", "recall", "see"})),
-    Cue(C, "to find|compute|determine|maximize|minimize|prove|show|ensure", sentence_start=True,
-        then=r"[^.;:?!]{1,120}?,\s*(i|we|you)\s+(need|must|have|want|would)\b"),
-    Cue(C, "sufficient to|that show|prove|check|find|establish|verify"),
-    Cue(C, "it|this 's|is enough|sufficient to"),
-    Cue(C, "would follow if|from|once"),
-    Cue(C, "this|that|which would follow"),
-    Cue(C, "reduces|reduce|reduced to showing|proving|checking|finding|making|building|getting|computing"),
-    Cue(C, "need|want a|an? NUM from|out"),
-    Cue(C, "what i|we really|actually? want|need is|are"),
-    Cue(C, "to get|reach|make|obtain|hit|produce|achieve NUM", then=r"[^.;:?!]{0,60}?\b(i|we|you)\s+(need|must|have to|want)\b"),
-    Cue(C, "if i|we can", then=r"[^.;:?!]{1,100}?,\s*(then\s+)?(i|we)\s*(['’]m|am|are|['’]re|['’]d|would|will)\s+(be\s+)?done\b"),
-    Cue(C, "equivalent to showing|proving"),
-    Cue(C, "we|i|you 're|are|would|will|'d be? done if|once"),
-    Cue(C, "to get|reach|make|obtain|hit|produce|achieve NUM", sentence_start=True),
-    Cue(C, "need|needs|want|wants to make|get|reach|produce|hit|obtain NUM"),
-    Cue(C, "for this|that|it|equality|inequality|equation to hold|work|equal"),
-    Cue(C, "for this|that|it to be true|possible|valid|the case"),
-    Cue(C, "what do|would|does i|we need"),
-    Cue(C, "in order for"),
-    Cue(C, "our|my|the goal|aim|objective is to show|prove|get|make|reach"),
-)
+V, B, S = "verification", "backtracking", "subgoal_setting"
 
 # The `?` cue counts where "*" or "**" is one of the next two tokens (_accept): in the raw text, a "*" after the "?"
 # past at most one whitespace stretch, one run and one space. The prefilter keeps only the "?" that have one.
@@ -435,10 +252,9 @@ def _starts_sentence(start: int, sent: Span) -> bool:
 
 
 class CueClassifier(Classifier):
-    """The matching engine; each version is a list of cues (`cues_v1` is CUES, `cues_v2` and `cues_v3` in
-    their modules)."""
+    """The matching engine over one version's cues (its file in cue_rules), named by the version."""
 
-    def __init__(self, batch_size: int = 64, cues: Sequence[Cue] = CUES, name: str = "cues_v1", prefilter: bool = True):
+    def __init__(self, cues: Sequence[Cue], name: str, batch_size: int = 64, prefilter: bool = True):
         self.name = name
         self.batch_size = batch_size
         self.nlp = _build_nlp()
@@ -716,17 +532,9 @@ ENGINES: dict[str, type[CueClassifier]] = {"sentence_cues": CueClassifier, "sent
 _BUILT: dict[tuple[str, int], CueClassifier] = {}
 
 
-def shared_classifier(
-    name: str, cues: Sequence[Cue], batch_size: int, kind: type[CueClassifier] = CueClassifier
-) -> CueClassifier:
-    """The process's one classifier of this version and batch size; `kind` is the version's classifier class (cues_v4
-    and later add line cues to the engine's labels)."""
+def shared_classifier(name: str, cues: Sequence[Cue], batch_size: int, engine: type[CueClassifier]) -> CueClassifier:
+    """The process's one classifier of this version and batch size, built by `engine` (the class its file names)."""
     key = (name, batch_size)
     if key not in _BUILT:
-        _BUILT[key] = kind(batch_size=batch_size, cues=cues, name=name)
+        _BUILT[key] = engine(batch_size=batch_size, cues=cues, name=name)
     return _BUILT[key]
-
-
-@register("cues_v1")
-def make_cue_classifier(batch_size: int = 64) -> CueClassifier:
-    return shared_classifier("cues_v1", CUES, batch_size)

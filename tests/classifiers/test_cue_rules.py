@@ -1,17 +1,20 @@
-"""Cue versions as data (curate/classifiers/cue_rules): each file reads back as what it holds, the diff names what a
-version added, changed and dropped, the authoring helper copies a version without ever overwriting one, and a wheel
-carries the files."""
+"""Cue versions as data (curate/classifiers/cue_rules): each file reads back as what it holds and is the version the
+registry builds, the diff names what a version added, changed and dropped, the authoring helper copies a version without
+ever overwriting one, and a wheel carries the files. That each file labels as its version did when it was released is
+the golden test's (tests/classifiers/test_golden.py); the files were generated once from the delta modules they
+replaced, with the same cues in the same order."""
 
 import glob
-import importlib
 import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from curate.classifiers import get_classifier, registered_names
 from curate.classifiers.cue_rules import (
     RULES_DIR,
+    VERSION_NAME,
     CueRulesError,
     CueVersion,
     diff,
@@ -22,26 +25,19 @@ from curate.classifiers.cue_rules import (
     write_next,
 )
 from curate.classifiers.cue_rules.__main__ import main
-from curate.classifiers.cues import ENGINES, Cue
+from curate.classifiers.cues import Cue, CueClassifier, LineCueClassifier
 
 ROOT = Path(__file__).resolve().parents[2]
 V, B, S = "verification", "backtracking", "subgoal_setting"
 RELEASED = [f"cues_v{n}" for n in range(1, 13)]
 
 
-def test_every_released_version_has_a_file():
+def test_every_released_version_has_a_file_and_is_registered_from_it():
     assert version_names()[: len(RELEASED)] == RELEASED
-
-
-@pytest.mark.parametrize("name", RELEASED)
-def test_each_file_holds_its_modules_rules(name):
-    """The files were generated from the delta modules they replace: each holds the same cues, in the same order."""
-    module = importlib.import_module("curate.classifiers.cues" if name == "cues_v1" else f"curate.classifiers.{name}")
-    cues = module.CUES if name == "cues_v1" else getattr(module, name.upper())
-    version = read_version(name)
-    assert version.cues == cues
-    assert version.notes == module.__doc__.strip("\n")
-    assert version.engine == ("sentence_cues" if int(name.removeprefix("cues_v")) < 4 else "sentence_and_line_cues")
+    assert {name for name in registered_names() if VERSION_NAME.match(name)} == set(version_names())
+    classifier = get_classifier("cues_v4")
+    assert isinstance(classifier, LineCueClassifier) and tuple(classifier.cues.values()) == read_version("cues_v4").cues
+    assert type(get_classifier("cues_v3")) is CueClassifier
 
 
 @pytest.mark.parametrize("name", RELEASED)
@@ -50,7 +46,8 @@ def test_a_file_holds_only_what_the_writer_writes(name):
     text = version_path(name).read_text(encoding="utf-8")
     version = read_version(name)
     assert json.loads(version_to_text(version)) == json.loads(text)
-    assert version.name == name and version.engine in ENGINES
+    assert version.name == name
+    assert version.engine == ("sentence_cues" if int(name.removeprefix("cues_v")) < 4 else "sentence_and_line_cues")
     assert version.based_on == (None if name == "cues_v1" else f"cues_v{int(name.removeprefix('cues_v')) - 1}")
 
 

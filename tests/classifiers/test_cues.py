@@ -83,18 +83,8 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
     """Guards the routing of patterns between the PhraseMatcher and the Matcher."""
     from spacy.tokens import Doc
 
-    from curate.classifiers.cues import CUES, spellings
-    from curate.classifiers.cues_v2 import CUES_V2
-    from curate.classifiers.cues_v3 import CUES_V3
-    from curate.classifiers.cues_v4 import CUES_V4
-    from curate.classifiers.cues_v5 import CUES_V5
-    from curate.classifiers.cues_v6 import CUES_V6
-    from curate.classifiers.cues_v7 import CUES_V7
-    from curate.classifiers.cues_v8 import CUES_V8
-    from curate.classifiers.cues_v9 import CUES_V9
-    from curate.classifiers.cues_v10 import CUES_V10
-    from curate.classifiers.cues_v11 import CUES_V11
-    from curate.classifiers.cues_v12 import CUES_V12
+    from curate.classifiers.cue_rules import read_version
+    from curate.classifiers.cues import spellings
 
     for key, cue in cues.cues.items():
         words = cue.pattern.split()
@@ -104,11 +94,7 @@ def test_every_literal_cue_matches_its_own_phrase(cues):
         doc = Doc(cues.nlp.vocab, words=list(phrase))
         found = {cues.nlp.vocab.strings[m] for m, _, _ in [*cues.phrases(doc), *cues.matcher(doc)]}
         assert key in found, (cue.pattern, phrase)
-    assert len(cues.cues) == len(
-        {"cues_v1": CUES, "cues_v2": CUES_V2, "cues_v3": CUES_V3, "cues_v4": CUES_V4, "cues_v5": CUES_V5,
-         "cues_v6": CUES_V6, "cues_v7": CUES_V7, "cues_v8": CUES_V8, "cues_v9": CUES_V9,
-         "cues_v10": CUES_V10, "cues_v11": CUES_V11, "cues_v12": CUES_V12}[cues.name]
-    )
+    assert tuple(cues.cues.values()) == read_version(cues.name).cues
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ still names cues_v3, v3 keeps its reading, the prefilter changes nothing, and th
 import pytest
 
 from curate.classifiers import get_classifier, resolve_name
-from curate.classifiers.cues_v4 import CUES_V4, CueClassifierV4
+from curate.classifiers.cue_rules import read_version
+from curate.classifiers.cues import LineCueClassifier
 from tests.support.cue_checks import B, C, S, V, assert_countdown_targets, present
 
 
@@ -134,8 +135,9 @@ def test_prefilter_changes_nothing_on_headings():
         "Plain text.\n\n10. **Last step** done\n",
         "",
     ]
-    plain = CueClassifierV4(cues=CUES_V4, name="cues_v4", prefilter=False).classify(texts)
-    filtered = CueClassifierV4(cues=CUES_V4, name="cues_v4", prefilter=True).classify(texts)
+    cues = read_version("cues_v4").cues
+    plain = LineCueClassifier(cues=cues, name="cues_v4", prefilter=False).classify(texts)
+    filtered = LineCueClassifier(cues=cues, name="cues_v4", prefilter=True).classify(texts)
     assert plain == filtered
     assert [lab.counts[S] for lab in plain] == [1, 2, 1, 0]
 

@@ -10,10 +10,13 @@ import re
 import pytest
 
 from curate.classifiers.base import get_classifier, registered_names
-from curate.classifiers.cues import CHUNK_CHARS, CUES, Cue, CueClassifier
+from curate.classifiers.cue_rules import read_version
+from curate.classifiers.cues import CHUNK_CHARS, Cue, CueClassifier
 from curate.classifiers.prefilter import Prefilter, last_visible_class
 from tests.support.real_mix import write_real_mix
 from tests.support.shared import SHARED_DATA
+
+CUES = read_version("cues_v1").cues
 
 # Every registered cues_vN, so that a new version is checked too.
 VERSIONS = sorted(name for name in registered_names() if re.fullmatch(r"cues_v\d+", name))
@@ -98,17 +101,17 @@ def kept_text(classifier: CueClassifier, text: str) -> str:
 
 @pytest.fixture(scope="module")
 def v1():
-    return CueClassifier(prefilter=True)
+    return CueClassifier(cues=CUES, name="cues_v1", prefilter=True)
 
 
 def test_a_new_cue_is_seen_by_the_prefilter(v1):
     """The prefilter is built from the cue list: a line it dropped before the cue existed is kept once it does."""
     assert "moment" not in kept_text(v1, TEXT)
-    with_new = CueClassifier(cues=(*CUES, NEW), prefilter=True)
+    with_new = CueClassifier(cues=(*CUES, NEW), name="cues_v1+new", prefilter=True)
     assert "flibbertigibbet moment" in kept_text(with_new, TEXT)
     labels = with_new.classify([TEXT])[0]
     assert labels.counts["backtracking"] == 1
-    assert labels == CueClassifier(cues=(*CUES, NEW), prefilter=False).classify([TEXT])[0]
+    assert labels == CueClassifier(cues=(*CUES, NEW), name="cues_v1+new", prefilter=False).classify([TEXT])[0]
 
 
 def test_a_cue_without_a_literal_word_is_refused(v1):
@@ -142,7 +145,7 @@ def test_lines_kept_by_each_cue_condition(v1, line, kept):
     """A line is kept exactly where a cue's match may count; the labels agree with the whole text's either way."""
     text = f"Plain opening line.\n{line}\nPlain closing line."
     assert (line in kept_text(v1, text)) is kept
-    assert v1.classify([text]) == CueClassifier(prefilter=False).classify([text])
+    assert v1.classify([text]) == CueClassifier(cues=CUES, name="cues_v1", prefilter=False).classify([text])
 
 
 def test_a_match_in_a_margin_counts_only_where_the_whole_text_counts_it(v1):

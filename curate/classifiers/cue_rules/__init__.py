@@ -1,5 +1,6 @@
 """Released cue versions as data: one file per version (`cues_vN.json` beside this module), each holding that version's
-whole, resolved rule list, the engine that runs it and the notes that say why its rules are what they are.
+whole, resolved rule list, the engine that runs it and the notes that say why its rules are what they are. Importing
+this module registers every version that has a file (the registry's BUILTIN points each `cues_vN` here).
 
 A version is read from its file alone, so an edit to another version or to a shared constant cannot move it; the
 engine (curate.classifiers.cues) is shared, and the golden labels (tests/golden) pin what it does with each file.
@@ -19,7 +20,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from curate.behaviors import BEHAVIOR_NAMES
-from curate.classifiers.cues import ENGINES, Cue
+from curate.classifiers.base import register
+from curate.classifiers.cues import ENGINES, Cue, CueClassifier, shared_classifier
 from curate.errors import CurateError
 
 RULES_DIR = Path(__file__).resolve().parent
@@ -192,3 +194,15 @@ def diff_text(old: CueVersion, new: CueVersion) -> str:
             lines.append(f"    {' ' * len(name)}  -> {_shown(getattr(after, name))}")
     lines.extend(f"- {cue.behavior}: {cue.pattern}" for cue in found.dropped)
     return "\n".join(lines)
+
+
+def _factory(name: str):
+    def make(batch_size: int = 64) -> CueClassifier:
+        version = read_version(name)
+        return shared_classifier(name, version.cues, batch_size, ENGINES[version.engine])
+
+    return make
+
+
+for _name in version_names():
+    register(_name)(_factory(_name))
