@@ -71,8 +71,10 @@ def option(help: str, *flags: str, default: Any = MISSING, default_factory: Any 
 def group(kind: str, default: Any = MISSING, **settings) -> Any:
     """A job field holding one option group (INPUT, CLEANING, SERVER, EXECUTOR) with the command's `settings` of it:
     CLEANING takes `dedup` and `decontam`, the help of those flags (what this job judges); a group takes `without`,
-    the options the command does not offer, and `help`, {field: help} where this command says what the option is
-    for (`--reformulate: the model`)."""
+    the options the command does not offer, `help`, {field: help} where this command says what the option is
+    for (`--reformulate: the model`). A group's `default` is the job's group when none is given (a job built without
+    the command line); where it sets an option otherwise than the group declares (cpt's tp), that is the job's
+    default of the option on the command line and in the flow too (group_defaults)."""
     return field(default=default, metadata={"group": kind, "settings": settings})
 
 
@@ -108,7 +110,22 @@ def field_types(config_class: type, known: dict[str, type] | None = None) -> dic
 
 def help_of(f: dataclasses.Field, settings: dict) -> str:
     """An offered field's help, or the help a job's group `settings` give it."""
-    return settings.get("help", {}).get(f.name, f.metadata["help"])
+    return (settings.get("help") or {}).get(f.name, f.metadata["help"])
+
+
+def default_of(f: dataclasses.Field, defaults: dict) -> Any:
+    """An offered field's default on the command line, or a job's own (`defaults`: group_defaults)."""
+    return defaults.get(f.name, f.metadata.get("flag_default", f.default))
+
+
+def group_defaults(group_field: dataclasses.Field) -> dict:
+    """The job's own defaults of its group's options: those its group field's default sets otherwise than the group
+    declares them (cpt's ServerFields(tp=1))."""
+    default = group_field.default
+    if default is MISSING:
+        return {}
+    return {f.name: getattr(default, f.name) for f in offered(type(default))
+            if f.default is not MISSING and getattr(default, f.name) != f.default}
 
 
 DEVICE_HELP = "--backend transformers: device for `transformers serve`."
@@ -129,8 +146,8 @@ class ServerFields:
     device: str = option(DEVICE_HELP, default="auto")
     concurrency: int | None = option("Requests in flight (default: vllm 256, endpoint 32, transformers 4).",
                                      default=None, min=1)
-    # None: the GPUs per task for vllm, else 1 (ServerOptions.tensor_parallel)
-    tp: int | None = option("vLLM tensor parallelism.", default=None, min=1, flag_type=int, flag_default=1)
+    # None: the GPUs per task (shared by the --dp replicas) for vllm, else 1 (ServerOptions.tensor_parallel)
+    tp: int | None = option("vLLM tensor parallelism (default: --gpus-per-task, else 1).", default=None, min=1)
     dp: int = option("vLLM data parallelism.", default=1, min=1)
     server_start_timeout: float | None = option(START_TIMEOUT_HELP, default=None, min=1)
     server_start_retries: int | None = option(START_RETRIES_HELP, default=None, min=0)

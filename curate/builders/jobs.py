@@ -245,6 +245,11 @@ class PrimingJob:
                 "device": server.device, "concurrency": server.concurrency, **server_start(server)}
 
 
+# cpt's LLM jobs run at tp 1 unless given, not at the GPUs per task: their checkpoints record it, and a run resumed
+# after an upgrade must find its own.
+CPT_SERVER = ServerFields(tp=1)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CPTJob:
     """Behavior-enriched and behavior-minimized CPT sets at one matched token budget, with cards and exports."""
@@ -296,7 +301,7 @@ class CPTJob:
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and near duplicates from the candidates first.",
                                decontam="Remove candidates overlapping these benchmarks.")
     # The server of the LLM jobs (the rewrite, the solution judge; its model: `model`).
-    server: ServerFields = group(SERVER, default=DEFAULT_SERVER, without=("device", "server_args"), help={
+    server: ServerFields = group(SERVER, default=CPT_SERVER, without=("device", "server_args"), help={
         "backend": "--rewrite: vllm, endpoint or transformers.",
         "endpoint_url": "--backend endpoint: base URL; key from CURATE_API_KEY.",
         "tp": "--backend vllm: tensor parallel size.",

@@ -58,6 +58,8 @@ class LLMWriterError(CurateError, ValueError):
 class LLMOptions(ServerOptions):
     """Which model writes and where it runs (ServerOptions), and how it samples."""
 
+    # 1, not ServerOptions' None (the GPUs per task): mcqa's output claim records these options whole, and datasets
+    # reformulated before must stay up to date. Neither mcqa nor priming runs on GPUs of its own (no --gpus-per-task).
     tp: int | None = 1
     max_tokens: int = 2048
     temperature: float = 0.7

@@ -26,12 +26,12 @@ from curate.behaviors import BEHAVIOR_NAMES, UnknownBehaviorError, parse_behavio
 from curate.classifiers.base import Classifier, register
 from curate.errors import InputError, OptionError
 from curate.hf_tokenizers import load_tokenizer
+from curate.options import DEFAULT_MAX_DOC_TOKENS
 from curate.schema import Labels
 
 PROMPTS_DIR = Path(__file__).parent / "prompts" / "llm_v1"
 MODES = ("per-behavior", "joint")
 JOINT = "joint"
-DEFAULT_MAX_DOC_TOKENS = 3072
 # Generous for {"count": 12} plus the prose some models add anyway; short enough to stop a
 # model that rambles from costing much.
 MAX_ANSWER_TOKENS = {"per-behavior": 48, "joint": 96}

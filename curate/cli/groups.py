@@ -66,7 +66,9 @@ from curate.options import (
     JudgeFields,
     SamplingFields,
     ServerFields,
+    default_of,
     field_types,
+    group_defaults,
     groups,
     help_of,
     offered,
@@ -86,17 +88,18 @@ def _option(kind: Any, *flags: str, help: str, panel: str = EXECUTOR_PANEL, **ex
     return Annotated[kind, typer.Option(*flags, help=help, rich_help_panel=panel, **extra)]
 
 
-def flags_of(config_class: type, panel: str, settings: dict | None = None) -> dict[str, GroupField]:
+def flags_of(config_class: type, panel: str, settings: dict | None = None,
+             defaults: dict | None = None) -> dict[str, GroupField]:
     """The command-line options of a group's offered fields (curate.options), in declaration order: field ->
     its parameter, annotated with its flags, help (a job's `help` setting, where it gives one), panel and bounds, and
-    its default."""
+    its default (a job's own, where `defaults` gives one)."""
     types = field_types(config_class)
     return {
         f.name: GroupField(
             parameter_name(f),
             _option(f.metadata.get("flag_type", types[f.name]), *f.metadata["flags"], help=help_of(f, settings or {}),
                     panel=panel, **f.metadata["bounds"]),
-            f.metadata.get("flag_default", f.default),
+            default_of(f, defaults or {}),
         )
         for f in offered(config_class)
     }
@@ -243,6 +246,7 @@ def server_group(
     also: tuple[str, ...] = (),
     without: tuple[str, ...] = (),
     help: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> Callable:
     """Adds the model-server options to `command` (with `sampling`, the sampling options too) and calls it with
     `server=config(**fields)`: a ServerOptions or a job's subclass of it. With `judge`, also the judge's flags, and
@@ -252,15 +256,16 @@ def server_group(
     every job validates its options before a server starts. `model`: the command's own parameter holding the model;
     `also`: more of the command's own parameters that are fields of `config` (k, instruction, prompt_format);
     `without`: options the command does not offer (their defaults are used); `help`: {field: help} where the
-    command says what an option is for (`--reformulate: the model`).
+    command says what an option is for (`--reformulate: the model`); `defaults`: {field: default} where the
+    command's default differs from the group's.
 
     Put it below `executor_group`: the config class is imported only when the command runs."""
     if command is None:
         return functools.partial(
             server_group, config=config, model=model, sampling=sampling, judge=judge, also=also, without=without,
-            help=help,
+            help=help, defaults=defaults,
         )
-    server = flags_of(ServerFields, SERVER_PANEL, {"help": help}) if help else SERVER_FLAGS
+    server = flags_of(ServerFields, SERVER_PANEL, {"help": help}, defaults)
     flags = server | (SAMPLING_FLAGS if sampling else {})
     judging = {f"judge.{name}": f for name, f in JUDGE_FLAGS.items()} if judge else {}
 
@@ -399,7 +404,7 @@ def job_command(job_class: type) -> Callable:
         if SERVER in grouped:
             server = settings[SERVER]
             config = {"config": SERVER_CONFIGS[server["config"]]} if "config" in server else {}
-            wrapped = server_group(wrapped, **server | config)
+            wrapped = server_group(wrapped, **server | config, defaults=group_defaults(grouped[SERVER]))
         if EXECUTOR in grouped:
             wrapped = executor_group(wrapped, without=settings[EXECUTOR].get("without", ()))
         return wrapped

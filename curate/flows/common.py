@@ -24,7 +24,18 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 import curate
 from curate.classifiers import UnknownClassifierError, resolve_name
 from curate.errors import CurateError
-from curate.options import CLEANING, EXECUTOR, INPUT, SERVER, InputFields, ServerFields, field_types, groups, offered
+from curate.options import (
+    CLEANING,
+    EXECUTOR,
+    INPUT,
+    SERVER,
+    InputFields,
+    ServerFields,
+    field_types,
+    group_defaults,
+    groups,
+    offered,
+)
 from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.executors import ExecutorOptions
 from curate.pipelines.llm.options import ServerOptions
@@ -127,6 +138,16 @@ class ServerBase(BaseModel):
 ServerParameters = create_model("ServerParameters", __base__=ServerBase, __module__=__name__,
                                 **option_fields(ServerFields))
 
+
+def server_parameters(defaults: dict | None) -> type:
+    """ServerParameters, or a job's subclass of it with the job's `defaults` of some options (cpt's tp)."""
+    if not defaults:
+        return ServerParameters
+    declared = {f.name: f for f in offered(ServerFields)}
+    return create_model("ServerParameters", __base__=ServerParameters, __module__=__name__,
+                        **{name: (ServerParameters.model_fields[name].annotation, bounded(declared[name], value))
+                           for name, value in defaults.items()})
+
 # A job's option group (curate.options) -> its flow parameter and that parameter's model. The corpus (INPUT)
 # has no parameter of its own: its fields are InputParameters' own (input, text_key, ...), as deployments give them.
 GROUP_PARAMETERS = {EXECUTOR: ("executor", ExecutorParameters), CLEANING: ("cleaning", CleaningParameters),
@@ -198,11 +219,11 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
               exclude: tuple[str, ...] = (), **overrides) -> type:
     """The JobParameters model of `job_class`, named for it in `module` (the flow's, where it is pickled from): each
     of its fields (but `exclude`) with its type, default, help (description) and bounds (min -> ge, max -> le), and
-    each of its groups as GROUP_PARAMETERS says (a job that reads a corpus takes a CorpusParameters `base` naming
-    it: InputParameters, or cpt's TaggedCorpus). A field `base` declares keeps base's declaration (its validator),
-    which must have the job's default. `overrides`:
-    field -> (type, default or Field) where a flow's parameter differs from the option (an output a deployment must
-    name); `check(job)`: the job's own check, raising a CurateError."""
+    each of its groups as GROUP_PARAMETERS says (a server group with the job's own defaults of its options; a job that
+    reads a corpus takes a CorpusParameters `base` naming it: InputParameters, or cpt's TaggedCorpus). A field `base`
+    declares keeps base's declaration (its validator), which must have the job's default. `overrides`: field ->
+    (type, default or Field) where a flow's parameter differs from the option (an output a deployment must name);
+    `check(job)`: the job's own check, raising a CurateError."""
     types = field_types(job_class, known=GROUP_CLASSES)
     fields = {}
     for f in dataclasses.fields(job_class):
@@ -211,7 +232,12 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
             if kind == INPUT and not issubclass(base, CorpusParameters):
                 raise TypeError(f"{job_class.__name__} reads a corpus: its parameters need a CorpusParameters base")
             continue
-        name, default = (GROUP_PARAMETERS[kind][0], GROUP_PARAMETERS[kind][1]()) if kind else (f.name, f.default)
+        name, default = (f.name, f.default)
+        if kind:  # the group's parameter model (a server group's with the job's own defaults of its options)
+            name, parameters = GROUP_PARAMETERS[kind]
+            if kind == SERVER:
+                parameters = server_parameters(group_defaults(f))
+            default = parameters()
         if name in base.model_fields:
             declared = base.model_fields[name].default
             if kind is None and declared != default:
@@ -221,7 +247,7 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
         if name in overrides:
             fields[name] = overrides[name]
         elif kind:
-            fields[name] = (GROUP_PARAMETERS[kind][1], default)
+            fields[name] = (parameters, default)
         else:
             # A path is a string, as deployments give it and the flows hand it on (a Path would not be a str field).
             kind_of = {Path: str, Path | None: str | None}.get(types[name], types[name])

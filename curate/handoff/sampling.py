@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate.errors import CurateError
-from curate.options import SamplingFields
+from curate.options import DEFAULT_RECORDS_PER_CHUNK, SamplingFields
 from curate.pipelines.llm.options import ServerConfigError, ServerOptions
 from curate.pipelines.llm.server import inference_config
 
@@ -26,10 +26,9 @@ class SamplingOptions(ServerOptions, SamplingFields):
     top_p, max_tokens, system)."""
 
     k: int = 8
-    tp: int | None = 1
     max_prompt_tokens: int = 2048
     instruction: str | None = None  # None: each reward's own answer-format instruction (as in `curate export`)
-    records_per_chunk: int = 500
+    records_per_chunk: int = DEFAULT_RECORDS_PER_CHUNK
     # chat: messages through /v1/chat/completions; tinyzero: the raw TinyZero completion prompt through
     # /v1/completions, for base models (the reference study prompted them so)
     prompt_format: str = "chat"

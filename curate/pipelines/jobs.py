@@ -36,7 +36,6 @@ from curate.options import (
     OUTPUT_PANEL,
     OVERWRITE_HELP,
     SERVER,
-    SERVER_PANEL,
     TAG_REQUEST_TIMEOUT,
     VERIFY_INPUTS_HELP,
     group,
@@ -95,8 +94,6 @@ class TagLLMJob:
     tokenizer: str | None = option("Tokenizer for truncation when the model name is not loadable here.", default=None)
     gate: str | None = option("Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').",
                               default=None)
-    tp: int | None = option("vLLM tensor parallelism (default: --gpus-per-task, else 1).", default=None, min=1,
-                            panel=SERVER_PANEL)
     request_timeout: float = option("Seconds per request before it is retried.", default=TAG_REQUEST_TIMEOUT,
                                            min=1)
     records_per_chunk: int = option("Documents per checkpoint chunk (a killed run resumes from the last one).",

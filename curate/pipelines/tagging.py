@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 from curate.classifiers import needs_model_server, resolve_name
+from curate.options import TAG_REQUEST_TIMEOUT
 from curate.pipelines.jobs import TagJob, TagLLMJob
 from curate.pipelines.llm.tag_options import LLMTagOptions
 from curate.pipelines.llm_tag import LLMTagResult, run_llm_tagging
@@ -16,9 +17,10 @@ from curate.pipelines.tag import TagJobError, TagResult, check_no_model, tag_job
 
 
 def llm_options(job: TagJob) -> LLMTagOptions | None:
-    """The LLM tagging options of a job whose classifier is an LLM (None for a cheap one): its server with `model`,
-    tag-llm's request timeout and vLLM parallelism from --gpus-per-task. An unknown classifier, an LLM one without a
-    model or a model for a cheap one fails here, before anything is tagged (the tag flow checks its parameters so)."""
+    """The LLM tagging options of a job whose classifier is an LLM (None for a cheap one): its server with `model`
+    and tag-llm's request timeout (vLLM parallelism follows --gpus-per-task: tag offers no --tp). An unknown classifier,
+    an LLM one without a model or a model for a cheap one fails here, before anything is tagged (the tag flow checks its
+    parameters so)."""
     if not needs_model_server(job.classifier):
         check_no_model(job)
         return None
@@ -26,7 +28,7 @@ def llm_options(job: TagJob) -> LLMTagOptions | None:
         raise TagJobError(f"--classifier {job.classifier} needs --model M (and --backend vllm|endpoint|transformers)")
     name = resolve_name(job.classifier)[0]
     gate = job.gate or ("cues" if name.startswith("cascade_") else None)
-    server = {**dataclasses.asdict(job.server), "model": job.model, "tp": None, "request_timeout": 300.0}
+    server = {**dataclasses.asdict(job.server), "model": job.model, "request_timeout": TAG_REQUEST_TIMEOUT}
     return LLMTagOptions(**server, mode=job.mode, structured=job.structured, max_doc_tokens=job.max_doc_tokens,
                          gate=gate, llm_version=name if name.startswith("llm_") else "llm_v1")
 

@@ -34,7 +34,7 @@ def test_audit_verifier_hands_the_policy_and_its_judge_their_servers():
     assert job.server == SamplingOptions(model="org/policy", k=4, backend="endpoint",
                                          endpoint_url="http://policy:8000/v1", temperature=0.7)
     # The judge runs on the policy's server settings (--tp's 1 too), as a plain server of its own model.
-    assert job.judge == ServerOptions(model="org/judge", backend="endpoint", endpoint_url="http://policy:8000/v1", tp=1)
+    assert job.judge == ServerOptions(model="org/judge", backend="endpoint", endpoint_url="http://policy:8000/v1")
     pairs = job_from(VerifierAuditJob, ["--pairs", "a.jsonl", "--pairs", "b.parquet", "--by-behavior", "cues"])
     assert (pairs.pairs, pairs.by_behavior, pairs.judge, pairs.server.model) == (
         [Path("a.jsonl"), Path("b.parquet")], "cues", None, None)
@@ -58,7 +58,7 @@ def test_audit_policy_hands_the_sweep_its_sampling_and_judge(tmp_path):
                                     "--max-tokens", "64"])
     assert (job.model, job.checkpoints, job.n, job.classifier, job.task) == (None, "ckpts/step_*", 3, "llm_v1", None)
     assert job.server == SamplingOptions(model=None, k=2, prompt_format="tinyzero", max_tokens=64)
-    assert job.judge == ServerOptions(model="org/judge", backend="vllm", tp=1)
+    assert job.judge == ServerOptions(model="org/judge", backend="vllm")
     both = CliRunner().invoke(app, ["audit-policy", "--model", "m", "--checkpoints", "ckpts/*", "-o", str(tmp_path)])
     assert both.exit_code == 2 and "give the policy as --model M" in both.output
     assert list(tmp_path.iterdir()) == []

@@ -117,6 +117,9 @@ def test_tensor_parallel_defaults_to_gpus_per_task_for_vllm(tmp_path):
     assert inference_config(vllm, str(tmp_path), context_tokens=2048).tp == 1
     assert inference_config(LLMTagOptions(model="m", backend="vllm", tp=4), str(tmp_path), gpus_per_task=4,
                             context_tokens=2048).tp == 4
+    # --dp replicas share the task's GPUs: 4 GPUs are 2 replicas of tensor parallelism 2.
+    replicated = LLMTagOptions(model="m", backend="vllm", dp=2)
+    assert inference_config(replicated, str(tmp_path), gpus_per_task=4, context_tokens=2048).tp == 2
     with pytest.raises(ServerConfigError, match="--tp 1 x --dp 1 = 1 GPUs per server.*--gpus-per-task 2"):
         LLMTagOptions(model="m", backend="vllm", tp=1).validate(gpus_per_task=2)
     with pytest.raises(ServerConfigError, match="an endpoint's GPUs are its own"):

@@ -16,6 +16,7 @@ from datatrove.pipeline.inference.types import InferenceError
 
 from curate.classifiers.llm import Truncator
 from curate.console import ProgressBar
+from curate.options import DEFAULT_MAX_DOC_TOKENS, DEFAULT_RECORDS_PER_CHUNK
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.llm.job import LLMJobFolder, run_llm_job
 from curate.pipelines.llm.options import ServerOptions
@@ -29,10 +30,12 @@ class DocumentJobOptions(ServerOptions):
     """The server (ServerOptions) plus what every cpt LLM job over whole documents needs: the truncation of each
     document and the checkpoint size. A job adds its output budget and says how long one request may be."""
 
+    # 1, not ServerOptions' None (the GPUs per task): the rewrite and judge checkpoints record these options whole,
+    # and a run resumed after an upgrade must find its own (CPTJob gives the same default).
     tp: int | None = 1
     tokenizer: str | None = None  # the model's tokenizer, for truncation (default: the model)
-    max_doc_tokens: int = 3072
-    records_per_chunk: int = 500
+    max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS
+    records_per_chunk: int = DEFAULT_RECORDS_PER_CHUNK
 
 
 @contextmanager

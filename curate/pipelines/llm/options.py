@@ -47,7 +47,7 @@ class ServerOptions(ServerFields):
     def tensor_parallel(self, gpus_per_task: int = 0) -> int:
         if self.tp is not None:
             return self.tp
-        return gpus_per_task if self.backend == "vllm" and gpus_per_task else 1
+        return max(1, gpus_per_task // self.dp) if self.backend == "vllm" and gpus_per_task else 1
 
     def validate(self, gpus_per_task: int = 0) -> None:
         if not self.model:

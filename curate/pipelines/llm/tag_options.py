@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from curate.classifiers import get_classifier
 from curate.classifiers.cascade import CascadeClassifier
-from curate.classifiers.llm import DEFAULT_MAX_DOC_TOKENS, default_chat_template_kwargs
+from curate.classifiers.llm import default_chat_template_kwargs
+from curate.options import DEFAULT_MAX_DOC_TOKENS, DEFAULT_RECORDS_PER_CHUNK, TAG_REQUEST_TIMEOUT
 from curate.pipelines.llm.options import ServerConfigError, ServerOptions
 
 
@@ -17,13 +18,13 @@ from curate.pipelines.llm.options import ServerConfigError, ServerOptions
 class LLMTagOptions(ServerOptions):
     """The server (ServerOptions) plus how tagging prompts it and writes its rows."""
 
-    request_timeout: float = 300.0
+    request_timeout: float = TAG_REQUEST_TIMEOUT
     mode: str = "per-behavior"
     structured: bool = False
     max_doc_tokens: int = DEFAULT_MAX_DOC_TOKENS
     tokenizer: str | None = None
     max_answer_tokens: int | None = None
-    records_per_chunk: int = 500
+    records_per_chunk: int = DEFAULT_RECORDS_PER_CHUNK
     gate: str | None = None  # set: cascade_v1 with this gate classifier
     # The LLM classifier version that prompts and reads the answers: llm_v1 (counts) or llm_spans_v1 (quotes).
     llm_version: str = "llm_v1"
