@@ -49,23 +49,50 @@ SPLIT_HELP = "Split of a Hugging Face dataset."
 CLEANED_HELP = "Corpus (file, directory, glob) or a built dataset directory (DIR/data)."
 CLEANED_OUTPUT_HELP = "Output directory (may be the input dataset: replaced in place)."
 
+SYSTEM_HELP = "System message before every prompt."
+INSTRUCTION_HELP = "Appended to every prompt; default: the reward's own instruction; '' for none."
+
 MISSING: Any = dataclasses.MISSING
 
 
 def option(help: str, *flags: str, default: Any = MISSING, default_factory: Any = MISSING, argument: bool = False,
-           panel: str | None = None, flag_type: Any = MISSING, flag_default: Any = MISSING, **bounds) -> Any:
+           panel: str | None = None, flag_type: Any = MISSING, flag_default: Any = MISSING, shared: str | None = None,
+           **bounds) -> Any:
     """A field that the command line offers: its help; its flags where they are not --FIELD-NAME ('--output', '-o';
     a bool given its one flag has no --no- form; the command-line parameter is named for the first long flag), or
     `argument`: a positional argument; its help panel where not the command's own (OUTPUT_PANEL, or a group's); typer's
     bounds (min=1, max=0.99), which a flow checks too; and its default (none: the option is required).
     `flag_type` and `flag_default`: what the command line takes where the field holds something else (repeated
-    --server-arg KEY=VALUE strings for a dict; no --input for the bundled sample corpus)."""
-    metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument, "panel": panel}
+    --server-arg KEY=VALUE strings for a dict; no --input for the bundled sample corpus). `shared`: the name of the
+    SHARED_OPTIONS declaration it is (see `shared()`)."""
+    metadata = {"help": help, "flags": flags, "bounds": bounds, "argument": argument, "panel": panel, "shared": shared}
     if flag_type is not MISSING:
         metadata["flag_type"] = flag_type
     if flag_default is not MISSING:
         metadata["flag_default"] = flag_default
     return field(default=default, default_factory=default_factory, metadata=metadata)
+
+
+# The options that several jobs (and groups) offer alike, declared here once: name -> (help, flags, settings).
+SHARED_OPTIONS: dict[str, tuple[str, tuple[str, ...], dict]] = {
+    "overwrite": (OVERWRITE_HELP, ("--overwrite",), {"default": False, "panel": OUTPUT_PANEL}),
+    "verify_inputs": (VERIFY_INPUTS_HELP, ("--verify-inputs",), {"default": False}),
+    "classifier": (CLASSIFIER_HELP, ("--classifier", "-c"), {"default": "cues"}),
+    "id_key": (ID_KEY_HELP, (), {"default": "id"}),
+    "split": (SPLIT_HELP, (), {"default": "train"}),
+    "system": (SYSTEM_HELP, (), {"default": None}),
+    "instruction": (INSTRUCTION_HELP, (), {"default": None}),
+    # dedup and decontam: what they clean and where the result goes.
+    "cleaned_input": (CLEANED_HELP, (), {"argument": True}),
+    "cleaned_output": (CLEANED_OUTPUT_HELP, ("--output", "-o"), {"panel": OUTPUT_PANEL}),
+}
+
+
+def shared(name: str, **changes) -> Any:
+    """A field offering the SHARED_OPTIONS option `name`, as declared there; `changes`: a job's own default of it
+    (priming's check classifier)."""
+    help, flags, settings = SHARED_OPTIONS[name]
+    return option(help, *flags, shared=name, **settings | changes)
 
 
 def group(kind: str, default: Any = MISSING, **settings) -> Any:
@@ -169,7 +196,7 @@ class SamplingFields:
     temperature: float = option("Sampling temperature.", default=1.0, min=0)
     top_p: float = option("Nucleus sampling.", default=1.0)
     max_tokens: int = option("Generation budget per sample.", default=1024, min=1)
-    system: str | None = option("System message before every prompt.", default=None)
+    system: str | None = shared("system")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,8 +225,8 @@ class InputFields:
     path: str = option("File, directory, glob ('corpus/*.jsonl') or Hugging Face dataset 'hf:ORG/NAME'.", "--input",
                        "-i", flag_type=str | None, flag_default=None)
     text_key: str = option("Field holding the text.", default="text")
-    id_key: str = option(ID_KEY_HELP, default="id")
-    split: str = option(SPLIT_HELP, default="train")
+    id_key: str = shared("id_key")
+    split: str = shared("split")
     streaming: bool = option("Stream a Hugging Face dataset instead of downloading it.", default=False)
 
 

@@ -12,20 +12,17 @@ from typing import TYPE_CHECKING
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.options import (
     ALLOW_PARTIAL_HELP,
-    CLASSIFIER_HELP,
     CLEANING,
     DEFAULT_MAX_DOC_TOKENS,
     DEFAULT_SERVER,
     EXECUTOR,
     INPUT,
     OUTPUT_PANEL,
-    OVERWRITE_HELP,
     SERVER,
-    SPLIT_HELP,
-    VERIFY_INPUTS_HELP,
     ServerFields,
     group,
     option,
+    shared,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 from curate.pipelines.jobs import SAMPLE_GLOB
@@ -52,15 +49,15 @@ class BuildJob:
     output: Path | None = option("Dataset directory (default: datasets/BEHAVIORS).", "--output", "-o", default=None,
                                  panel=OUTPUT_PANEL)
     tags: Path | None = option("Tags root to reuse across builds (default: OUTPUT/tags).", default=None)
-    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
+    classifier: str = shared("classifier")
     min_count: int = option("Each chosen behavior must occur at least this often.", default=1, min=1)
     exclude_behaviors: str | None = option("Behaviors that must be absent.", default=None)
     limit: int | None = option("Keep at most this many documents (seeded random sample).", default=None, min=1)
     seed: int = option("Seed of the random sample.", default=0)
     license: str = option("License of the source text, for the dataset card.", default="other", panel=OUTPUT_PANEL)
-    verify_inputs: bool = option(VERIFY_INPUTS_HELP, "--verify-inputs", default=False)
+    verify_inputs: bool = shared("verify_inputs")
     allow_partial: bool = option(ALLOW_PARTIAL_HELP, "--allow-partial", default=False)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
     keep_columns: str | None = option(
         "Comma-separated source fields to carry into the dataset beside id and text (e.g. url,license).", default=None,
         panel=OUTPUT_PANEL)
@@ -119,9 +116,9 @@ class MultihopJob:
     answer_key: str = option("Field holding the worked solution with <<a=b>> annotations and '#### N'.",
                              default="answer")
     id_key: str = option("Field holding the problem id (becomes each hop's source_id); else file/line.", default="id")
-    split: str = option(SPLIT_HELP, default="train")
+    split: str = shared("split")
     license: str = option("License of the source problems, for the dataset card.", default="mit", panel=OUTPUT_PANEL)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates from the source problems "
                                "before chaining.",
                                decontam="Remove source problems overlapping these benchmarks (as `curate decontam "
@@ -149,7 +146,7 @@ class McqaJob:
                                "--reformulate", default=False)
     model: str | None = option("--reformulate: the model (hub name or local dir).", default=None)
     max_tokens: int = option("--reformulate: generation budget per rewrite.", default=1024, min=16)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and MinHash near duplicates (judged on the question).",
                                decontam="Remove rows whose question overlaps these benchmarks (as `curate decontam "
                                "--against`).")
@@ -192,7 +189,7 @@ class PrimingJob:
     n: int = option("Training rows.", "--n", default=1000, min=0)
     test_n: int = option("Test rows (no problem is in both splits).", default=100, min=0)
     writer: str = option("symbolic (the solver's search narrated) or llm (a teacher model).", default="symbolic")
-    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default=PRIMING_CHECK)
+    classifier: str = shared("classifier", default=PRIMING_CHECK)
     numbers: str = option("Numbers per problem (2-6); a comma list mixes sizes, e.g. 3,4.", default="4")
     number_range: str = option("LOW,HIGH of the numbers.", default="1,99")
     target_range: str = option("LOW,HIGH of the target.", default="10,100")
@@ -212,7 +209,7 @@ class PrimingJob:
     judge_model: str | None = option("Also judge every written trace with this model (LLM judge, Countdown prompt with "
                                      "the numbers and target; served by --backend/--endpoint-url/--device): the card "
                                      "reports its acceptance beside the classifier's.", default=None)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
     # --writer llm: problems sent per missing row in one job, since each job starts a server; not a flag of `curate
     # priming`, a flow may set it
     llm_oversample: float = 2.0
@@ -295,7 +292,7 @@ class CPTJob:
     # executor too, and the job runs on `runs_on`, the executor with these GPUs.
     gpus_per_task: int = option("--rewrite: GPUs per model server (ray and slurm reserve them; local gives each task "
                                 "its own). The corpus pass uses none.", default=0, min=0)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
     export: bool = True  # write OUTPUT/exports/ (packed sequences); not a flag of `curate cpt`, a flow may skip it
     corpus: InputSpec = group(INPUT, texts=True)
     cleaning: Cleaning = group(CLEANING, dedup="Remove exact and near duplicates from the candidates first.",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curate.options import EXECUTOR, OUTPUT_PANEL, OVERWRITE_HELP, SERVER, group, option
+from curate.options import EXECUTOR, OUTPUT_PANEL, SERVER, group, option, shared
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
 if TYPE_CHECKING:  # they import datatrove
@@ -25,8 +25,8 @@ class ExportJob:
     output: Path = option("Export directory (OUTPUT/data/SPLIT-*.parquet).", "--output", "-o", panel=OUTPUT_PANEL)
     instruction: str | None = option("Appended to every prompt; default: the reward's own answer-format instruction; "
                                      "'' for none.", default=None)
-    system: str | None = option("System message put before every prompt.", default=None)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    system: str | None = shared("system")
+    overwrite: bool = shared("overwrite")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +39,9 @@ class PassRateJob:
                           panel=OUTPUT_PANEL)
     k: int = option("Samples per prompt.", default=8, min=1)
     band: str = option("LOW,HIGH: keep prompts whose pass rate is strictly inside.", default="0,1")
-    instruction: str | None = option("Appended to every prompt; default: the reward's own instruction; '' for none.",
-                                     default=None)
+    instruction: str | None = shared("instruction")
     limit: int = option("Sample at most this many prompts (-1: all).", default=-1)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
     # The policy's server and how it is sampled (SamplingOptions), holding `model`, `k` and `instruction` too.
     server: SamplingOptions = group(SERVER, config="sampling", sampling=True, also=("k", "instruction"))
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL)
@@ -146,12 +145,11 @@ class HandoffJob:
     dataset: Path = option("Built dataset (DATASET/data/SPLIT-*.parquet).", argument=True)
     trainer: str = option("verl | trl")
     output: Path = option("Kit directory: exports, config/scripts, README.md.", "--output", "-o", panel=OUTPUT_PANEL)
-    instruction: str | None = option("Appended to every prompt; default: the reward's own instruction; '' for none.",
-                                     default=None)
-    system: str | None = option("System message before every prompt.", default=None)
+    instruction: str | None = shared("instruction")
+    system: str | None = shared("system")
     tokenizer: str | None = option("The policy's tokenizer (hub name or local directory): counts the longest prompt "
                                    "for verl's data.max_prompt_length; default: a bound from its bytes.", default=None)
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    overwrite: bool = shared("overwrite")
 
 
 @dataclass(frozen=True, kw_only=True)

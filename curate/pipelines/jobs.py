@@ -25,21 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.options import (
-    CLASSIFIER_HELP,
-    CLEANED_HELP,
-    CLEANED_OUTPUT_HELP,
     DEFAULT_MAX_DOC_TOKENS,
     DEFAULT_RECORDS_PER_CHUNK,
     EXECUTOR,
-    ID_KEY_HELP,
     INPUT,
     OUTPUT_PANEL,
-    OVERWRITE_HELP,
     SERVER,
     TAG_REQUEST_TIMEOUT,
-    VERIFY_INPUTS_HELP,
     group,
     option,
+    shared,
 )
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 
@@ -59,9 +54,9 @@ class TagJob:
 
     output: Path = option("Tags root; shards go to OUTPUT/CLASSIFIER/.", "--output", "-o", default=Path("tags"),
                           panel=OUTPUT_PANEL)
-    classifier: str = option(CLASSIFIER_HELP, "--classifier", "-c", default="cues")
+    classifier: str = shared("classifier")
     batch_size: int = option("Documents per classifier call.", default=64, min=1)
-    verify_inputs: bool = option(VERIFY_INPUTS_HELP, "--verify-inputs", default=False)
+    verify_inputs: bool = shared("verify_inputs")
     limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
     model: str | None = option("--classifier llm/cascade: the model (hub name or local dir); its server: the Model "
                                "server options.", default=None)
@@ -117,14 +112,14 @@ class DedupJob:
     """Remove exact duplicates (normalized-text hash) and near duplicates (datatrove MinHash) from a corpus or a
     built dataset (in place when OUTPUT is that dataset)."""
 
-    input: str = option(CLEANED_HELP, argument=True)
-    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o", panel=OUTPUT_PANEL)
+    input: str = shared("cleaned_input")
+    output: Path = shared("cleaned_output")
     threshold: float = option("Jaccard similarity above which two texts are near duplicates.", default=0.75,
                               min=0.05, max=0.99)
     ngrams: int = option("Word shingle size of MinHash.", default=5, min=1)
     text_key: str | None = option("Field compared (default: question if present, else text).", default=None)
-    id_key: str = option(ID_KEY_HELP, default="id")
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    id_key: str = shared("id_key")
+    overwrite: bool = shared("overwrite")
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL, without=("gpus_per_task",))
 
     def record(self) -> dict:
@@ -137,11 +132,11 @@ class DedupJob:
 class DecontamJob:
     """Remove the rows of a corpus or a built dataset that share an n-gram with benchmark items."""
 
-    input: str = option(CLEANED_HELP, argument=True)
+    input: str = shared("cleaned_input")
     against: str = option("Comma-separated benchmarks: built-in names (gsm8k, math500, aqua, mathqa, mmlu_stem, "
                           "arc_challenge, aime24, amc23), files or hf:ORG/NAME@split; '=FIELD+FIELD' picks a source's "
                           "text fields.")
-    output: Path = option(CLEANED_OUTPUT_HELP, "--output", "-o", panel=OUTPUT_PANEL)
+    output: Path = shared("cleaned_output")
     fields: str | None = option("Comma-separated row fields to check (default: question,answer if present, else "
                                 "text).", default=None)
     ngrams: int = option("Word n-gram size.", default=13, min=2)
@@ -149,8 +144,8 @@ class DecontamJob:
                                   "(0: never).", default=4, min=0)
     benchmarks_dir: Path | None = option("Local copies of the built-in benchmarks (or $CURATE_BENCHMARKS_DIR).",
                                          default=None)
-    id_key: str = option(ID_KEY_HELP, default="id")
-    overwrite: bool = option(OVERWRITE_HELP, "--overwrite", default=False, panel=OUTPUT_PANEL)
+    id_key: str = shared("id_key")
+    overwrite: bool = shared("overwrite")
     executor: ExecutorOptions = group(EXECUTOR, default=LOCAL, without=("gpus_per_task",))
 
     @property
