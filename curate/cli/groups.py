@@ -1,40 +1,33 @@
-"""Option groups generated from the job configs: each group is declared once, shown in its own help panel,
-and handed to the command as one config object.
+"""The command line's option groups, generated from their declarations in curate.options: each group shows in a
+help panel of its own and reaches the command as one config object.
 
-Seven commands take the eleven executor options (datatrove's tasks and workers, and where those tasks run);
-declared in each of them, they had drifted (help texts, defaults, the order of the `executor_options(...)` call).
-`executor_group` adds them to a command from the fields of `ExecutorOptions`, builds and validates the options, and
-passes them on as `runs_on` (a command that runs its tasks one way leaves options out: `without`):
+- `executor_group`: the "Executor" panel, from ExecutorOptions' fields (`--tasks`, `--executor`,
+  `--slurm-partition`, ...), handed to the command validated, as `runs_on`;
+- `server_group`: the "Model server" panel, from ServerFields (with `sampling`, SamplingFields too; with `judge`,
+  JudgeFields' --judge-* flags), handed over as `server` (a ServerOptions, or a job's subclass of it such as the
+  pass-rate filter's SamplingOptions) and `judge`;
+- `cleaning_group`: the "Cleaning" panel, from CleaningFields with each builder's help of --dedup / --decontam,
+  handed over validated as `cleaning`;
+- `input_group`: the "Input" panel, from InputFields (or the required `--texts` of a command whose tags were made
+  from a corpus), handed over as one InputSpec, `corpus`.
 
-    @app.command()
-    @executor_group
-    def tag(..., runs_on: ExecutorOptions) -> None: ...
-
-The flags stay those users know (`--tasks`, `--executor`, `--slurm-partition`, ...): `FLAGS` maps each field to its
-parameter name, and tests/cli/options_snapshot.json checks that every command keeps them.
-
-The model-server options (backend, endpoint, device, concurrency, parallelism, server flags) and the sampling
-options of the commands that sample a policy were declared in each of those commands too; `server_group` declares
-them once, in the "Model server" panel, and hands the command one ServerOptions (or a job's subclass of it, such
-as the pass-rate filter's SamplingOptions) as `server`, and with `judge=True` the judge's ServerOptions as `judge`:
-
-    @app.command()
-    @executor_group
-    @server_group(config=sampling_config, sampling=True, also=("k",))
-    def filter_passrate(..., model: str, k: int = 8, runs_on: ExecutorOptions, server: SamplingOptions) -> None: ...
-
-The five builders that clean what they wrote took `--dedup / --decontam / --benchmarks-dir` each; `cleaning_group`
-declares them once, in the "Cleaning" panel, with each builder's own help of what is judged, and hands one validated
-Cleaning as `cleaning`. The commands that read a corpus through an InputSpec (tag, tag-llm, build, eval-gate, and
-cpt and distill with `--texts`) take `input_group`: the "Input" panel, and one InputSpec as `corpus`.
+`flags_of` turns a group's fields into typer options: each field's flags (the parameter is named for the first long
+one), help, bounds and default, or the job's own help and default where its group says so. FLAGS, SERVER_FLAGS,
+SAMPLING_FLAGS, JUDGE_FLAGS and INPUT_FLAGS are its tables of the groups, and tests/cli/options_snapshot.json checks
+that every command keeps its flags and defaults.
 
 Every command but classifiers, reward-path, serve and deploy runs a job, a config dataclass (curate.pipelines.jobs,
-curate.builders.jobs, curate.handoff.jobs: tag, tag-llm, eval-gate, distill, stats, build, multihop, mcqa, priming,
-cpt, dedup, decontam, export, filter-passrate, audit-verifier, audit-policy, handoff, publish), and takes
-`job_command(JobClass)`: its whole option list is generated from the job, through the groups above, and it receives
-one job, which it hands to the function that runs it (the flow hands that function the same). The job's own options
-that say where and how its result is written (--output, --overwrite, --license, ...) show in the "Output" panel
-(OUTPUT_PANEL, set in their field's metadata).
+curate.builders.jobs, curate.handoff.jobs, curate.review.jobs), and takes `job_command(JobClass)`: its options are
+the job's own fields, in declaration order, then one panel per group the job is composed of, built by the group
+decorators above with the job's settings of the group; the command receives one job, which it hands to the function
+that runs it (the command's flow hands that function the same job: curate.flows.common.job_model):
+
+    @app.command()
+    @job_command(PassRateJob)
+    def filter_passrate(job: PassRateJob) -> None: ...
+
+The job's own options that say where and how its result is written (--output, --overwrite, --license, ...) show in
+the "Output" panel (OUTPUT_PANEL, set in their field's metadata).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """What every flow shares: validated input parameters and the cache key that lets a rerun skip finished work.
 
+A flow's parameters are generated from its command's job (job_model) and the option groups' declarations
+(curate.options): the same types, defaults, help and bounds as the command line's.
+
 The cache key hashes what determines a job's output: its parameters, the resolved (versioned) classifier,
 the size and modification time of every local input file, the curate version and a hash of curate's own
 code (modules, prompts, templates), so a fix that changes outputs is not hidden behind a cached result of
@@ -300,11 +303,10 @@ def corpus_fields(path: str = "input", help: str | None = None) -> dict:
 
 
 class InputBase(CorpusParameters):
-    """A corpus read by a classifier (InputParameters): where the corpus is, which classifier reads it, where the
-    tasks run."""
+    """A corpus read by a classifier (InputParameters): where the corpus is, which classifier reads it (checked to be
+    a registered one), where the tasks run."""
 
     config: str | None = None  # a hub dataset's configuration
-    verify_inputs: bool = Field(False, description="Also compare input files by SHA-256, not only size and mtime.")
     classifier: Classifier = "cues"
     batch_size: int = Field(64, ge=1)
     executor: ExecutorParameters = ExecutorParameters()
