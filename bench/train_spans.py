@@ -438,13 +438,17 @@ def evidence_of(spans: Sequence[tuple[int, int]], score: np.ndarray, evidence_sc
                 rule: str) -> list[tuple[int, int]]:
     """A behavior's instances in one text under an evidence rule; a text judged present shows at least its best unit.
     "units": every unit >= 0.5 (spans_v1); "merged": adjacent ones as one instance; "peaks": only units that are
-    local maxima of the score, adjacent ones merged; "calibrated": units >= 0.5 under the unbalanced heads, merged."""
+    local maxima of the score, adjacent ones merged; "calibrated": units >= 0.5 under the unbalanced heads, merged;
+    "confirmed runs": runs of adjacent units >= 0.5 holding a unit >= 0.5 under the unbalanced heads, merged."""
     if not present or not len(spans):
         return []
     if rule == "calibrated":
         chosen = np.nonzero(evidence_score >= THRESHOLD)[0]
     else:
         chosen = np.nonzero(score >= THRESHOLD)[0]
+    if rule == "confirmed runs":
+        runs = np.split(chosen, np.nonzero(np.diff(chosen) > 1)[0] + 1) if len(chosen) else []
+        chosen = [i for run in runs if (evidence_score[run] >= THRESHOLD).any() for i in run]
     if rule == "peaks":
         left = np.concatenate([[-1.0], score[:-1]])
         right = np.concatenate([score[1:], [-1.0]])
@@ -467,6 +471,8 @@ VARIANTS = {
     "stacked presence + local maxima": ("unit", "stack", "peaks"),
     "stacked presence + unbalanced evidence": ("unit", "stack", "calibrated"),
     "mean presence + unbalanced evidence": ("unit", "mean", "calibrated"),
+    "mean presence + adjacent units merged": ("unit", "mean", "merged"),
+    "mean presence + merged runs confirmed by unbalanced heads": ("unit", "mean", "confirmed runs"),
     "MiniLM unit heads": ("minilm", "unit", "units"),
     "MiniLM unit heads + local maxima": ("minilm", "unit", "peaks"),
 }
@@ -511,8 +517,9 @@ def ablation(rows: list[dict], minilm: bool) -> None:
                     mine = evidence_of(r["units"], column, calibrated, bool(guess[j, k]), rule)
                     theirs = [(s["start"], s["end"]) for s in r["spans"] if s["behavior"] == behavior]
                     cell = pooled[name].setdefault(behavior, {"predicted": 0, "right": 0, "read": 0, "found": 0,
-                                                              "counts": []})
+                                                              "counts": [], "characters": 0})
                     cell["predicted"] += len(mine)
+                    cell["characters"] += sum(e - s for s, e in mine)
                     cell["right"] += sum(any(s < e2 and s2 < e for s2, e2 in theirs) for s, e in mine)
                     cell["read"] += len(theirs)
                     cell["found"] += sum(any(s < e2 and s2 < e for s2, e2 in mine) for s, e in theirs)
@@ -520,8 +527,8 @@ def ablation(rows: list[dict], minilm: bool) -> None:
         print(f"<!-- {group}: {time.time() - started:.0f} s; " +
               "; ".join(f"{n} {macro[n][group]:.3f}" for n in variants) + " -->", file=sys.stderr, flush=True)
     print("| variant | real genres | Countdown styles | span precision (all; V / B / S / BC) | "
-          "span recall (all; V / B / S / BC) | Spearman of counts (V / B / S / BC) |")
-    print("|---|---|---|---|---|---|")
+          "span recall (all; V / B / S / BC) | Spearman of counts (V / B / S / BC) | characters per span |")
+    print("|---|---|---|---|---|---|---|")
     for name in variants:
         real = np.mean([v for g, v in macro[name].items() if not g.startswith("countdown/")])
         countdown = np.mean([v for g, v in macro[name].items() if g.startswith("countdown/")])
@@ -532,7 +539,8 @@ def ablation(rows: list[dict], minilm: bool) -> None:
         each_recall = " / ".join(f"{c['found'] / max(1, c['read']):.2f}" for c in cells)
         rho = " / ".join(f"{spearmanr(*zip(*c['counts'])).statistic:.2f}" for c in cells)
         print(f"| {name} | {real:.3f} | {countdown:.3f} | {precision:.2f}; {each_precision} | "
-              f"{recall:.2f}; {each_recall} | {rho} |", flush=True)
+              f"{recall:.2f}; {each_recall} | {rho} | "
+              f"{sum(c['characters'] for c in cells) / max(1, sum(c['predicted'] for c in cells)):.0f} |", flush=True)
 
 
 def final_test(items: list[dict]) -> None:
