@@ -12,13 +12,13 @@ from curate.builders.priming import (
     PrimingError,
     count_tokens,
     draft_trace,
-    load_tokenizer,
     placeholder_text,
     run_priming,
 )
 from curate.builders.trace_templates import VARIANTS, TraceError, teacher_messages, write_trace
 from curate.classifiers import get_classifier
 from curate.classifiers.base import Classifier, register
+from curate.hf_tokenizers import load_tokenizer
 from curate.puzzles.countdown import check_expression, generate_problem, score_countdown
 from curate.schema import Labels
 

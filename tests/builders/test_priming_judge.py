@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.builders.priming import PrimingConfig, PrimingError, run_priming, written_traces
-from curate.builders.priming_judge import JudgeOptions, JudgePrompt, judge_traces, verdict
+from curate.builders.priming.judge import JudgeOptions, JudgePrompt, judge_traces, verdict
 from curate.cli import app
 from curate.pipelines.llm.job import JobConfigChangedError
 from tests.support.shared import HAS_SERVE

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 import curate.builders.cpt.judge
 import curate.builders.cpt.pool
 import curate.builders.cpt.rewrite
-import curate.builders.priming_judge
+import curate.builders.priming.judge
 import curate.handoff.onpolicy_audit
 import curate.handoff.passrate
 import curate.pipelines.dedup
@@ -23,7 +23,7 @@ import curate.pipelines.steps
 from curate.pipelines.installed import InstalledWithCurate
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = (curate.builders.cpt.judge, curate.builders.cpt.pool, curate.builders.cpt.rewrite, curate.builders.priming_judge,
+MODULES = (curate.builders.cpt.judge, curate.builders.cpt.pool, curate.builders.cpt.rewrite, curate.builders.priming.judge,
            curate.handoff.onpolicy_audit, curate.handoff.passrate, curate.pipelines.dedup, curate.pipelines.llm_tag,
            curate.pipelines.readers, curate.pipelines.steps)
 
