@@ -105,6 +105,10 @@ def test_the_helper_refuses_a_released_version_and_prints_a_diff(capsys):
     added = len(read_version("cues_v7").cues) - len(read_version("cues_v6").cues)
     assert lines[0] == f"cues_v6 -> cues_v7: {added} added, 0 changed, 0 dropped"
     assert sum(line.startswith("+ ") for line in lines) == added
+    assert main(["diff", "cues_v7"]) == 0  # against the version it is based on
+    assert capsys.readouterr().out.splitlines() == lines
+    assert main(["diff", "cues_v1"]) == 2
+    assert "based on no other version" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
