@@ -2,8 +2,9 @@
 
     python bench/train_spans.py                 # leave-one-group-out tables (docs/spans.md)
     python bench/train_spans.py --spans-only    # the same without the cues_ngram_v1 recipe
-    python bench/train_spans.py --write         # train on every labeled text and write models/spans_v1
-    python bench/train_spans.py --test          # score spans_v1 and cues_ngram_v1 on rounds 18 and 19 (once)
+    python bench/train_spans.py --ablation [--minilm]   # the spans_v2 candidates, same folds (docs/spans.md)
+    python bench/train_spans.py --write spans_v2  # train on every labeled text and write models/spans_v2
+    python bench/train_spans.py --test          # score the span versions and cues_ngram_v1 on rounds 18 and 19 (once)
 
 Every labeled text of evals/ (dev, held-out, blind rounds, precision reads) is used, grouped by genre
 (evals/spans/draw.py's GENRES; Countdown by the style its writer was asked for). For each group, both models are trained on the other genres only, after dropping
@@ -438,11 +439,12 @@ def evidence_of(spans: Sequence[tuple[int, int]], score: np.ndarray, evidence_sc
                 rule: str) -> list[tuple[int, int]]:
     """A behavior's instances in one text under an evidence rule; a text judged present shows at least its best unit.
     "units": every unit >= 0.5 (spans_v1); "merged": adjacent ones as one instance; "peaks": only units that are
-    local maxima of the score, adjacent ones merged; "calibrated": units >= 0.5 under the unbalanced heads, merged;
+    local maxima of the score, adjacent ones merged; "calibrated": units >= 0.5 under the unbalanced heads, merged
+    ("calibrated units": not merged);
     "confirmed runs": runs of adjacent units >= 0.5 holding a unit >= 0.5 under the unbalanced heads, merged."""
     if not present or not len(spans):
         return []
-    if rule == "calibrated":
+    if rule in ("calibrated", "calibrated units"):
         chosen = np.nonzero(evidence_score >= THRESHOLD)[0]
     else:
         chosen = np.nonzero(score >= THRESHOLD)[0]
@@ -455,7 +457,7 @@ def evidence_of(spans: Sequence[tuple[int, int]], score: np.ndarray, evidence_sc
         chosen = [i for i in chosen if score[i] >= left[i] and score[i] >= right[i]]
     if not len(chosen):
         chosen = [int(np.argmax(score))]
-    return [spans[i] for i in chosen] if rule == "units" else merged_runs(chosen, spans)
+    return [spans[i] for i in chosen] if rule in ("units", "calibrated units") else merged_runs(chosen, spans)
 
 
 # name: (unit score, presence, evidence rule). Presence "unit" is the best unit >= 0.5 (spans_v1), "document" the
@@ -471,6 +473,7 @@ VARIANTS = {
     "stacked presence + local maxima": ("unit", "stack", "peaks"),
     "stacked presence + unbalanced evidence": ("unit", "stack", "calibrated"),
     "mean presence + unbalanced evidence": ("unit", "mean", "calibrated"),
+    "mean presence + unbalanced evidence, units not merged": ("unit", "mean", "calibrated units"),
     "mean presence + adjacent units merged": ("unit", "mean", "merged"),
     "mean presence + merged runs confirmed by unbalanced heads": ("unit", "mean", "confirmed runs"),
     "MiniLM unit heads": ("minilm", "unit", "units"),
@@ -544,13 +547,13 @@ def ablation(rows: list[dict], minilm: bool) -> None:
 
 
 def final_test(items: list[dict]) -> None:
-    """Macro F1 of the shipped spans_v1 and cues_ngram_v1 on each test round, per behavior too."""
+    """Macro F1 of the shipped span versions and cues_ngram_v1 on each test round, per behavior too."""
     print("| round | texts | classifier | macro F1 | " + " | ".join(BEHAVIOR_NAMES) + " |")
     print("|---|---|---|---|" + "---|" * len(BEHAVIOR_NAMES))
     for name in TEST_SETS:
         chosen = [item for item in items if item["set"] == name]
         gold = np.array([[item["labels"][b] for b in BEHAVIOR_NAMES] for item in chosen])
-        for spec in ("spans_v1", "cues_ngram_v1"):
+        for spec in (*(v for v in ("spans_v1", "spans_v2") if (MODELS / v).exists()), "cues_ngram_v1"):
             labels = get_classifier(spec).classify([item["text"] for item in chosen])
             guess = np.array([[bool(label.counts[b]) for b in BEHAVIOR_NAMES] for label in labels])
             per = [f1(gold[:, k], guess[:, k]) for k in range(len(BEHAVIOR_NAMES))]
@@ -558,9 +561,34 @@ def final_test(items: list[dict]) -> None:
                   + " |")
 
 
+def write_model(version: str, kept: list[dict], dropped: int) -> None:
+    """Train `version` on `kept` and write its folder under models/ (a released version's folder is never
+    overwritten: delete a version's folder by hand only while it is unreleased)."""
+    from curate.classifiers.spans_v2 import DOCUMENT_FOLDER, EVIDENCE_FILE
+
+    folder = MODELS / version
+    if folder.exists():
+        raise SystemExit(f"{folder} exists: a written version is frozen (delete it by hand only if never released)")
+    model = fit(kept)
+    model.trained_on = {"texts": len(kept), "span_read_texts": sum(r["read"] for r in kept),
+                        "sets": sorted({r["item"]["set"] for r in kept}),
+                        "near_duplicates_of_test_rounds_dropped": dropped,
+                        "text_sha256": sorted(digest(r["text"]) for r in kept)}
+    model.save(folder)
+    if version == "spans_v2":
+        evidence = fit(kept, model.features, balanced=False)
+        np.savez_compressed(folder / EVIDENCE_FILE, coefficients=evidence.coefficients.astype(np.float32),
+                            intercepts=evidence.intercepts.astype(np.float32))
+        head = document_head(kept)
+        head.trained_on = {"texts": len(kept), "same_texts_as": version}
+        head.save(folder / DOCUMENT_FOLDER)
+    print(f"wrote {folder}", file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="train on every labeled text and write the model")
+    parser.add_argument("--write", choices=("spans_v1", "spans_v2"), help="train on every labeled text and write "
+                        "this version's model folder (refused where it exists: written versions are frozen)")
     parser.add_argument("--spans-only", action="store_true", help="leave the cues_ngram_v1 recipe out of the table")
     parser.add_argument("--ablation", action="store_true", help="the spans_v2 candidates of VARIANTS, leaving one "
                         "group out (fold scores cached in the temporary folder)")
@@ -586,13 +614,7 @@ def main() -> None:
         kept = [r for r in rows if not word_shingles(r["text"]) & seen]
         print(f"{len(rows) - len(kept)} training texts dropped: they share a word 8-gram with a test text",
               file=sys.stderr)
-        model = fit(kept)
-        model.trained_on = {"texts": len(kept), "span_read_texts": sum(r["read"] for r in kept),
-                            "sets": sorted({r["item"]["set"] for r in kept}),
-                            "near_duplicates_of_test_rounds_dropped": len(rows) - len(kept),
-                            "text_sha256": sorted(digest(r["text"]) for r in kept)}
-        model.save(MODELS / "spans_v1")
-        print(f"wrote {MODELS / 'spans_v1'}; thresholds {model.thresholds.tolist()}", file=sys.stderr)
+        write_model(args.write, kept, len(rows) - len(kept))
     else:
         leave_one_genre_out(rows, args.spans_only)
 

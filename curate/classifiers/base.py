@@ -62,6 +62,7 @@ BUILTIN: dict[str, str] = {
     "cascade_v1": "curate.classifiers.cascade",
     "distilled_v1": "curate.classifiers.distilled",
     "spans_v1": "curate.classifiers.spans",
+    "spans_v2": "curate.classifiers.spans_v2",
 }
 
 

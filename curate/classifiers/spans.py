@@ -27,6 +27,7 @@ import numpy as np
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, get_classifier, register
 from curate.classifiers.cues_ngram import NgramFeatures, NgramModelError, read_model_files, tokens_of
+from curate.classifiers.input_check import write_input_check
 from curate.schema import Evidence, Labels
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -195,10 +196,15 @@ class SpanModel:
 
         if not spans:
             return np.zeros((0, len(BEHAVIOR_NAMES)))
-        own_ngrams = unit_tfidf(self.features.ngrams, text, spans)
+        return self.probabilities_of(unit_tfidf(self.features.ngrams, text, spans),
+                                     dense_features(text, spans, cue_evidence))
+
+    def probabilities_of(self, own_ngrams, dense: np.ndarray) -> np.ndarray:
+        """(units, behaviors) probabilities from a text's unit TF-IDF rows (`unit_tfidf`, one or more units) and
+        dense features (`dense_features`): heads sharing this model's vocabulary reuse one text's features."""
         parts = own_ngrams @ self._ngram_weights
         behaviors = len(BEHAVIOR_NAMES)
-        margin = parts[:, :behaviors] + dense_features(text, spans, cue_evidence) @ self._dense_weights
+        margin = parts[:, :behaviors] + dense @ self._dense_weights
         margin[1:] += parts[:-1, behaviors:]
         margin[:-1] += parts[1:, behaviors:]
         return 1 / (1 + np.exp(-(margin + self.intercepts)))
@@ -215,6 +221,7 @@ class SpanModel:
         np.savez_compressed(directory / "weights.npz", idf=ngrams.idf.astype(np.float32),
                             coefficients=self.coefficients.astype(np.float32),
                             intercepts=self.intercepts.astype(np.float32))
+        write_input_check(directory, CUES)
 
     @classmethod
     def load(cls, directory: Path) -> SpanModel:

@@ -105,12 +105,13 @@ def test_span_read_is_aligned_and_its_labels_follow_from_its_spans():
         assert row["labels"] == {b: int(any(s["behavior"] == b for s in row["spans"])) for b in BEHAVIOR_NAMES}
 
 
-def test_no_test_round_text_overlaps_a_text_the_model_trained_on(shared_data):
+@pytest.mark.parametrize("version", ["spans_v1", "spans_v2"])
+def test_no_test_round_text_overlaps_a_text_the_model_trained_on(shared_data, version):
     """The model's figures on rounds 18 and 19 read texts it never saw: no training text (by the digests model.json
     keeps) shares a word 8-gram with a test text, which catches near-duplicates as well as copies."""
     from evals.spans.draw import digest, labeled_items
 
-    trained = set(json.loads((MODELS / "spans_v1" / "model.json").read_text())["trained_on"]["text_sha256"])
+    trained = set(json.loads((MODELS / version / "model.json").read_text())["trained_on"]["text_sha256"])
     items = labeled_items()
 
     def shingles(text: str) -> set[str]:
