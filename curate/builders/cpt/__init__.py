@@ -15,7 +15,8 @@ Layout:
     OUT/enriched_rewrite/, OUT/minimized_rewrite/  with --rewrite: id (source id), question, thoughts, answer,
                                                    completion, text; rejects/rewrite.jsonl
     OUT/exports/<dataset>/{cpt,cpt_jsonl,sft,packed}/
-    OUT/rejects/                                   unreadable corpus records, duplicate ids, duplicates, contaminated rows
+    OUT/rejects/                                   unreadable corpus records, duplicate ids, duplicates,
+                                                   contaminated rows
     OUT/.curate/                                   pools, parameters, matching report (cpt.json), logs, the LLM jobs
                                                    (solution/, rewrite/round-N/)
 

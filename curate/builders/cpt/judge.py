@@ -82,13 +82,15 @@ class SolutionWriter(AtomicOutput, ParquetWriter):
     name = "📒 is_solution verdicts"
 
     def __init__(self, output_folder: str):
-        super().__init__(output_folder, output_filename="verdicts_${rank}_${chunk_index}.parquet", schema=SOLUTION_SCHEMA,
+        super().__init__(output_folder, output_filename="verdicts_${rank}_${chunk_index}.parquet",
+                         schema=SOLUTION_SCHEMA,
                          adapter=lambda _w, d: {**d.metadata[SOLUTION_KEY][0], "id": d.id},
                          use_content_defined_chunking=False, max_file_size=-1)
 
 
-def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudgeOptions, executor: ExecutorOptions = LOCAL,
-                       progress: bool = True, overwrite: bool = False) -> tuple[dict[str, dict], str]:
+def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudgeOptions,
+                       executor: ExecutorOptions = LOCAL, progress: bool = True,
+                       overwrite: bool = False) -> tuple[dict[str, dict], str]:
     """Asks the model the is_solution question about every pool document, on `executor` (Slurm: raises JobSubmitted;
     rerun once the job is done), into `stage`; returns {id: verdict row} and the prompt version. The job's
     configuration (server, budgets, prompt version, the pool's content) decides whether an earlier run in `stage`
@@ -145,7 +147,8 @@ def filter_solutions(pool_files: list[str], judge: str, rejects_path: Path, verd
                     reasons[key] = reasons.get(key, 0) + 1
                     result.rejected.add(row["id"])
                     rejects.write(json.dumps({
-                        "reason": f"{judgement.reason}: judged by {result.version}", "id": row["id"], "pool": row["pool"],
+                        "reason": f"{judgement.reason}: judged by {result.version}", "id": row["id"],
+                        "pool": row["pool"],
                         "contain_problem": judgement.contain_problem, "contain_solution": judgement.contain_solution,
                         **({"model": model, "raw": raw} if verdicts is not None else {}),
                     }, ensure_ascii=False) + "\n")

@@ -49,7 +49,8 @@ def _document_job_context(step: str, tokenizer: str, max_doc_tokens: int, progre
         bar.close()
 
 
-async def ask_about_document(document, generate, truncator, messages, max_tokens: int) -> tuple[object, bool, str | None]:
+async def ask_about_document(document, generate, truncator, messages,
+                             max_tokens: int) -> tuple[object, bool, str | None]:
     """One greedy request about one document cut to its token budget, for both LLM jobs of cpt: (the result,
     truncated, None), or (None, truncated, why) for a document the tokenizer cannot handle or a failed request:
     such a document becomes a row with its reason, never a crash. A dead server (ServerError) is raised: the task
@@ -62,7 +63,8 @@ async def ask_about_document(document, generate, truncator, messages, max_tokens
         result = await generate({"messages": messages(text), "max_tokens": max_tokens, "temperature": 0.0})
     except ServerError:
         raise
-    except Exception as error:  # noqa: BLE001 - a failed request is a row with its reason; a dead server re-raised above
+    except Exception as error:  # noqa: BLE001
+        # A failed request is a row with its reason; a dead server is re-raised above.
         message = error.error if isinstance(error, InferenceError) else error
         return None, truncated, f"request: {type(error).__name__}: {str(message)[:300]}"
     return result, truncated, None

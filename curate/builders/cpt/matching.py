@@ -73,7 +73,8 @@ def ks_statistic(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> float:
     if not len(a) or not len(b):
         return 1.0
     points = np.concatenate([a, b])
-    return float(np.max(np.abs(np.searchsorted(a, points, "right") / len(a) - np.searchsorted(b, points, "right") / len(b))))
+    gaps = np.searchsorted(a, points, "right") / len(a) - np.searchsorted(b, points, "right") / len(b)
+    return float(np.max(np.abs(gaps)))
 
 
 def _length_edges(lengths: list[int], bins: int) -> list[int]:
@@ -286,11 +287,13 @@ def _match_best(enriched: list[Candidate], minimized: list[Candidate], budget: i
     total_m = _adjust(chosen_m, minimized, sum(c.n_tokens for c in chosen_m.values()), total_e, half * total_e)
     if abs(total_e - total_m) > half * total_e:
         raise CPTError(f"cannot match {total_e:,} enriched tokens with the minimized pool (reached {total_m:,}; "
-                       f"{len(minimized):,} candidates): its documents are too long for the tolerance; raise --tolerance")
+                       f"{len(minimized):,} candidates): its documents are too long for the tolerance; "
+                       "raise --tolerance")
     details = {"edges": edges, "strata": len(targets), "short": short,
                "target_ks": token_profile_ks(target_e, target_m),
                "shared_tokens": int(np.minimum(mass_e, mass_m).sum()),
-               "targets": {"enriched": [round(float(t)) for t in target_e], "minimized": [round(float(t)) for t in target_m]}}
+               "targets": {"enriched": [round(float(t)) for t in target_e],
+                           "minimized": [round(float(t)) for t in target_m]}}
     return chosen_e, chosen_m, details
 
 
@@ -335,7 +338,8 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
                            "or use --length-match none")
         kept = {v: [c for c in pool if length_range[0] <= c.n_tokens <= length_range[1]]
                 for v, pool in zip(VARIANTS, (enriched, minimized))}
-        removed = {"enriched": len(enriched) - len(kept["enriched"]), "minimized": len(minimized) - len(kept["minimized"])}
+        removed = {"enriched": len(enriched) - len(kept["enriched"]),
+                   "minimized": len(minimized) - len(kept["minimized"])}
         enriched, minimized = kept["enriched"], kept["minimized"]
     targets = None
     if length_match == "strict":
@@ -360,12 +364,12 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
             filled_bins[b] -= candidate.n_tokens
     available = sum(c.n_tokens for c in enriched)
     if available < low:
-        # Candidates cut before this call (the character range run_cpt applies to every candidate) count too.
+        # Candidates cut before this call (the character range build_pool applies to every candidate) count too.
         outside = removed["enriched"] + (removed_before or {}).get("enriched", 0) if length_range else 0
         where = (f" inside the common length range {length_range[0]:,}-{length_range[1]:,} tokens ({outside:,} "
                  "candidates outside it)" if length_range else "")
-        raise CPTError(f"the enriched pool holds {available:,} tokens{where}, fewer than --tokens {budget:,}: lower --tokens, "
-                       "--min-behaviors or --min-count, or tag more of the corpus"
+        raise CPTError(f"the enriched pool holds {available:,} tokens{where}, fewer than --tokens {budget:,}: lower "
+                       "--tokens, --min-behaviors or --min-count, or tag more of the corpus"
                        + (", or raise --oversample, or use --length-match best (the default: it matches the lengths as "
                           "closely as both pools allow at the full budget)" if length_range else ""))
     if total_e < low:
@@ -374,8 +378,9 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
         order = {c.id: i for i, c in enumerate(enriched)}
         chosen_e = sorted(picked.values(), key=lambda c: order[c.id])
         if abs(total_e - budget) > half * budget:
-            raise CPTError(f"cannot fill {budget:,} tokens within {100 * half:g} % from the enriched documents (reached "
-                           f"{total_e:,}): its documents are too long for this budget; raise --tokens or --tolerance")
+            raise CPTError(f"cannot fill {budget:,} tokens within {100 * half:g} % from the enriched documents "
+                           f"(reached {total_e:,}): its documents are too long for this budget; raise --tokens or "
+                           "--tolerance")
     edges = _length_edges([c.n_tokens for c in chosen_e], length_bins)
 
     def stratum(c: Candidate) -> tuple:
@@ -419,7 +424,8 @@ def match_pools(enriched: list[Candidate], minimized: list[Candidate], budget: i
         length_edges=edges, strata=len(target), strata_short=short, length_match=length_match,
         length_range=list(length_range) if length_range else None, length_removed=removed, length_weights=weights,
     )
-    _pool_figures(report, all_enriched, all_minimized, [c.n_tokens for c in chosen_e], [chosen_m[i].n_tokens for i in ids_m])
+    _pool_figures(report, all_enriched, all_minimized, [c.n_tokens for c in chosen_e],
+                  [chosen_m[i].n_tokens for i in ids_m])
     return [c.id for c in chosen_e], ids_m, report
 
 

@@ -95,7 +95,8 @@ def pack_dataset(dataset: Path, output: Path, tokenizer_name: str, pack_length: 
             "dtype": np.dtype(dtype).name if fmt == "memmap" else "int32", "documents": documents, "tokens": offset,
             "sequences": sequences, "source": str(dataset)}
     write_text_atomic(output / "meta.json", json.dumps(meta, indent=2))
-    return PackResult(output=output, format=fmt, documents=documents, tokens=offset, sequences=sequences, pack_length=pack_length)
+    return PackResult(output=output, format=fmt, documents=documents, tokens=offset, sequences=sequences,
+                      pack_length=pack_length)
 
 
 def load_packed_tokens(packed: Path) -> np.ndarray:

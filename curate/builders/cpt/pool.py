@@ -78,10 +78,12 @@ class PoolWriter(AtomicOutput, ParquetWriter):
 
     def __init__(self, output_folder: str):
         super().__init__(output_folder, output_filename="train-${rank}.parquet", schema=POOL_SCHEMA,
-                         adapter=lambda _w, d: {**{k: d.metadata[ATTRIBUTES].get(k) for k in POOL_SCHEMA.names}, "text": d.text})
+                         adapter=lambda _w, d: {**{k: d.metadata[ATTRIBUTES].get(k) for k in POOL_SCHEMA.names},
+                                                "text": d.text})
 
 
-def build_pool(job: CPTJob, selection: CPTSelection, budget: int, trim: float | None, progress: bool) -> tuple[Path, dict]:
+def build_pool(job: CPTJob, selection: CPTSelection, budget: int, trim: float | None,
+               progress: bool) -> tuple[Path, dict]:
     """Both candidate pools of `job` with their texts and token counts (the corpus pass, on the job's executor; on
     Slurm it is submitted and JobSubmitted raised), cleaned by the job's --dedup / --decontam; returns the pool's
     folder and the selection's counts. `trim`: the quantile of each pool's characters cut before the common length
@@ -113,12 +115,13 @@ def build_pool(job: CPTJob, selection: CPTSelection, budget: int, trim: float | 
         write_text_atomic(pools_summary, json.dumps(counts))
     pools = json.loads(pools_summary.read_text())  # read back in either case: a rerun sees the same types
     run_stages([Stage("curate-cpt-pool", [
-        make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)), SplitRejects(str(pool_dir / "rejects")),
-        KeepSelected(str(pools_path)), CountTokens(job.tokenizer, job.domain_key), PoolWriter(str(pool_dir / "data")),
+        make_reader(spec, progress=progress), KeepFirstCopy(str(kept_copies_path)),
+        SplitRejects(str(pool_dir / "rejects")), KeepSelected(str(pools_path)),
+        CountTokens(job.tokenizer, job.domain_key), PoolWriter(str(pool_dir / "data")),
     ], tasks, pool_dir / "logs")], replace(job.runs_on, gpus_per_task=0), workers)  # counting needs no GPU
     if not parquet_files(pool_dir / "data"):
-        raise CPTError(f"none of the {sum(pools['read_into_pool'].values()):,} candidate ids were found in {spec.path}; "
-                       "are the tags from this corpus (and --id-key right)?")
+        raise CPTError(f"none of the {sum(pools['read_into_pool'].values()):,} candidate ids were found in "
+                       f"{spec.path}; are the tags from this corpus (and --id-key right)?")
     (output / "rejects").mkdir(parents=True, exist_ok=True)
     for unreadable in sorted((pool_dir / "rejects").glob("*.jsonl")):
         # A copy, not a move: the pool stays whole for the next rerun. Through a partial, so a crash mid-copy leaves

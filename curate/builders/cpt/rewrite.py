@@ -57,8 +57,8 @@ class RewritePrompts:
 
 SECTIONS = ("question", "thoughts", "answer")
 THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-HEADING = re.compile(r"^\s*(?:#{1,4}\s*)?\**\s*(question|thoughts?|reasoning|answer|final answer)\s*\**\s*:?\s*\**\s*(.*)$",
-                     re.IGNORECASE)
+HEADING = re.compile(r"^\s*(?:#{1,4}\s*)?\**\s*(question|thoughts?|reasoning|answer|final answer)"
+                     r"\s*\**\s*:?\s*\**\s*(.*)$", re.IGNORECASE)
 HEADING_NAMES = {"question": "question", "thought": "thoughts", "thoughts": "thoughts", "reasoning": "thoughts",
                  "answer": "answer", "final answer": "answer"}
 
@@ -71,7 +71,8 @@ def _tagged(text: str, name: str, truncated: bool) -> str | None:
     closed = re.search(rf"<\s*/\s*{name}\s*>", rest, re.IGNORECASE)
     if closed:
         return rest[: closed.start()].strip()
-    following = [m.start() for s in SECTIONS if s != name for m in [re.search(rf"<\s*{s}\s*>", rest, re.IGNORECASE)] if m]
+    following = [m.start() for s in SECTIONS if s != name
+                 for m in [re.search(rf"<\s*{s}\s*>", rest, re.IGNORECASE)] if m]
     if following:
         return rest[: min(following)].strip()
     # An unclosed last section is whole only when the model stopped by itself.
@@ -163,7 +164,8 @@ class RewriteWriter(AtomicOutput, ParquetWriter):
     name = "📒 Rewrites"
 
     def __init__(self, output_folder: str):
-        super().__init__(output_folder, output_filename="rewrites_${rank}_${chunk_index}.parquet", schema=REWRITE_SCHEMA,
+        super().__init__(output_folder, output_filename="rewrites_${rank}_${chunk_index}.parquet",
+                         schema=REWRITE_SCHEMA,
                          adapter=lambda _w, d: {**d.metadata[REWRITE_KEY][0], "id": d.id},
                          use_content_defined_chunking=False, max_file_size=-1)
 
@@ -222,8 +224,9 @@ def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, leng
         surplus_path = output / f"{variant}_rewrite" / "rejects" / "rematch_surplus.jsonl"
         with atomic_open(surplus_path) as surplus, atomic_path(path) as staged:  # the data first, then its surplus
             pq.write_table(table.filter(mask), staged)
-            surplus.writelines(json.dumps({"reason": "rematch_surplus: left out to match the other set's tokens", **row})
-                               + "\n" for row in table.filter(pc.invert(mask)).select(["id", "n_tokens"]).to_pylist())
+            left_out = table.filter(pc.invert(mask)).select(["id", "n_tokens"]).to_pylist()
+            reason = "rematch_surplus: left out to match the other set's tokens"
+            surplus.writelines(json.dumps({"reason": reason, **row}) + "\n" for row in left_out)
         result.kept[variant] = len(keep)
     result.tokens = {"enriched": report.enriched_tokens, "minimized": report.minimized_tokens}
     result.rematched, result.rematch_ks = True, report.ks_statistic
@@ -233,7 +236,8 @@ def rematch_rewrites(output: Path, result: RewriteResult, tolerance: float, leng
         short = min(VARIANTS, key=result.tokens_before.__getitem__)
         result.rematch_note = (f"re-matched at {target:,} tokens, the smaller rewritten total"
                                + (f": the {short} rewrites hold less than the budget {budget:,} after {result.rounds} "
-                                  f"round(s) ({result.sources.get(short, {}).get('documents', 0):,} documents rewritten)"
+                                  f"round(s) ({result.sources.get(short, {}).get('documents', 0):,} documents "
+                                  "rewritten)"
                                   if budget is not None else ""))
 
 
@@ -293,7 +297,8 @@ def run_rewrite(job: CPTJob, options: RewriteOptions, pool_files: list[str], sou
         ends = {}
         for v in VARIANTS:
             if round_index == 0:
-                ends[v] = _round_sources(sources[v], 0, in_set[v], goal - sum(c.n_tokens for c in sources[v][:in_set[v]]))
+                in_set_tokens = sum(c.n_tokens for c in sources[v][:in_set[v]])
+                ends[v] = _round_sources(sources[v], 0, in_set[v], goal - in_set_tokens)
                 continue
             kept, rewritten = result.tokens.get(v, 0), sum(c.n_tokens for c in sources[v][:taken[v]])
             if kept >= enough or kept == 0:  # enough, or no rate to go by: nothing kept (the card says so)
@@ -325,7 +330,8 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
     source = stage / "input" / "documents.parquet"
     if not source.exists():
         source.parent.mkdir(parents=True, exist_ok=True)
-        chosen = pa.table({"id": [i for v in VARIANTS for i in ids[v]], "variant": [v for v in VARIANTS for _ in ids[v]]})
+        chosen = pa.table({"id": [i for v in VARIANTS for i in ids[v]],
+                           "variant": [v for v in VARIANTS for _ in ids[v]]})
         with duckdb.connect() as connection, atomic_path(source) as staged:
             connection.register("chosen", chosen)
             connection.execute(f"COPY (SELECT p.id, p.text, c.variant FROM read_parquet($f) p JOIN chosen c "
@@ -340,8 +346,11 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
 
 def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer, options: RewriteOptions,
                    prompt_version: str, result: RewriteResult) -> None:
-    schema = pa.schema([("id", pa.string()), ("question", pa.string()), ("thoughts", pa.string()), ("answer", pa.string()),
-                        ("completion", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
+    """OUT/<variant>_rewrite from the rewrite jobs' output `files`: the kept rewrites with their token counts in data/,
+    the others with their reason and raw output in rejects/rewrite.jsonl; the counts go into `result`."""
+    schema = pa.schema([("id", pa.string()), ("question", pa.string()), ("thoughts", pa.string()),
+                        ("answer", pa.string()), ("completion", pa.string()), ("text", pa.string()),
+                        ("n_tokens", pa.int64()),
                         ("source_variant", pa.string()), ("model", pa.string()), ("prompt_version", pa.string()),
                         ("truncated_source", pa.bool_())])
     for folder in ("data", "rejects"):
@@ -353,8 +362,8 @@ def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer,
     dropped: dict[str, int] = {}
     with duckdb.connect() as connection:
         relation = connection.sql(
-            "SELECT * FROM read_parquet($files) WHERE variant = $variant ORDER BY id", params={"files": files, "variant": variant}
-        ) if files else None
+            "SELECT * FROM read_parquet($files) WHERE variant = $variant ORDER BY id",
+            params={"files": files, "variant": variant}) if files else None
         reader = relation.to_arrow_reader(1024) if relation is not None else []
         with atomic_open(rejects_path) as rejects, atomic_path(data_path) as staged, \
                 pq.ParquetWriter(staged, schema) as writer:  # renamed when closed: the data first, then its rejects
@@ -365,8 +374,9 @@ def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer,
                     if r["error"] is not None:
                         reason = r["error"].split(" (")[0]
                         dropped[reason.split(":")[0]] = dropped.get(reason.split(":")[0], 0) + 1
-                        rejects.write(json.dumps({"reason": r["error"], "id": r["id"], "variant": variant, "raw": r["raw"],
-                                                  "finish_reason": r["finish_reason"]}, ensure_ascii=False) + "\n")
+                        rejects.write(json.dumps({"reason": r["error"], "id": r["id"], "variant": variant,
+                                                  "raw": r["raw"], "finish_reason": r["finish_reason"]},
+                                                 ensure_ascii=False) + "\n")
                 texts = [cpt_text(r["question"], r["thoughts"], r["answer"]) for r in good]
                 counts = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
                 table = pa.Table.from_pylist([

@@ -111,11 +111,14 @@ def run_cpt(job: CPTJob, rewrite: RewriteOptions | None = None, solution_judge: 
         if solutions is None:
             raise
         rejected = {v: sum(solutions.rejected_by.get(v, {}).values()) for v in VARIANTS}
-        raise CPTError(f"{error} (after --require-solution by {solutions.version}: enriched {solutions.kept.get('enriched', 0):,} "
-                       f"kept / {rejected['enriched']:,} rejected, minimized {solutions.kept.get('minimized', 0):,} kept / "
-                       f"{rejected['minimized']:,} rejected; reasons in {output / 'rejects' / 'require_solution.jsonl'})") from None
+        kept = {v: solutions.kept.get(v, 0) for v in VARIANTS}
+        raise CPTError(f"{error} (after --require-solution by {solutions.version}: enriched {kept['enriched']:,} "
+                       f"kept / {rejected['enriched']:,} rejected, minimized {kept['minimized']:,} kept / "
+                       f"{rejected['minimized']:,} rejected; reasons in "
+                       f"{output / 'rejects' / 'require_solution.jsonl'})") from None
     if set(ids_e) & set(ids_m):
-        raise AssertionError("a document was selected into both sets")  # excluded by construction; never write such a pair
+        # Excluded by construction; never write such a pair.
+        raise AssertionError("a document was selected into both sets")
 
     parameters = _parameters(job, selection, budget, pools, report, solutions, rewrite is not None)
     parameters["command"] = cpt_command(parameters, job.corpus, output, rewrite, solution_judge)

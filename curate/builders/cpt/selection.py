@@ -25,7 +25,8 @@ class CPTSelection:
         if not self.behaviors:
             raise CPTError("choose at least one behavior")
         if not 1 <= self.min_behaviors <= len(self.behaviors):
-            raise CPTError(f"--min-behaviors must be between 1 and {len(self.behaviors)} (the number of chosen behaviors)")
+            raise CPTError(f"--min-behaviors must be between 1 and {len(self.behaviors)} (the number of chosen "
+                           "behaviors)")
         if self.min_count < 1:
             raise CPTError("--min-count must be at least 1")
 
@@ -46,7 +47,8 @@ class CPTSelection:
 
     def describe(self) -> dict:
         return {
-            "behaviors": self.names, "min_behaviors": self.min_behaviors, "min_count": self.min_count, "seed": self.seed,
+            "behaviors": self.names, "min_behaviors": self.min_behaviors, "min_count": self.min_count,
+            "seed": self.seed,
             "enriched_rule": f"{self.known()} AND {self.enriched()}",
             "minimized_rule": f"{self.known()} AND {self.minimized()}",
         }
@@ -71,12 +73,14 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         columns = set(open_shards(connection, files))
         missing = [c for c in (*selection.names, "id", "error", "n_chars", "classifier") if c not in columns]
         if missing:
-            raise CPTError(f"the shards under {tags} have no column {', '.join(missing)}; they are not curate attribute shards")
+            raise CPTError(f"the shards under {tags} have no column {', '.join(missing)}; they are not curate "
+                           "attribute shards")
         classifiers = [r[0] for r in connection.sql("SELECT DISTINCT classifier FROM shards ORDER BY 1").fetchall()]
         if len(classifiers) != 1:
             raise CPTError(f"{tags} holds shards of several classifiers ({', '.join(map(str, classifiers))}); "
                            "pass one classifier's folder, e.g. tags/cues_v6")
-        domain_column = domain_key if domain_key in columns else "domain" if domain_key is None and "domain" in columns else None
+        domain_column = (domain_key if domain_key in columns
+                         else "domain" if domain_key is None and "domain" in columns else None)
         domain = f'CAST("{domain_column}" AS VARCHAR)' if domain_column else "CAST(NULL AS VARCHAR)"
         seed = int(selection.seed)
         connection.execute(f"""
@@ -93,13 +97,15 @@ def select_pools(tags: str | Path, selection: CPTSelection, char_cap: int, path:
         with atomic_path(path) as staged:
             connection.execute(f"""
                 COPY (SELECT * EXCLUDE (before, in_range) FROM (
-                    SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                    SELECT *, sum(n_chars) OVER (PARTITION BY pool ORDER BY draw
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                         AS before FROM labelled WHERE pool IS NOT NULL AND in_range)
                       WHERE coalesce(before, 0) < {int(char_cap)} ORDER BY pool, draw)
                 TO '{staged}' (FORMAT parquet)""")
         counts = dict(connection.sql("SELECT coalesce(pool, 'neither'), count(*) FROM labelled GROUP BY 1").fetchall())
         counts["tagged"] = connection.sql("SELECT count(*) FROM labelled").fetchall()[0][0]
-        counts["read_into_pool"] = dict(connection.sql(f"SELECT pool, count(*) FROM read_parquet('{path}') GROUP BY 1").fetchall())
+        counts["read_into_pool"] = dict(connection.sql(
+            f"SELECT pool, count(*) FROM read_parquet('{path}') GROUP BY 1").fetchall())
     return {"classifier": classifiers[0], "domain_column": domain_column, **counts,
             "length_range_chars": length_range, "length_removed_chars": removed_chars}
 
@@ -115,9 +121,10 @@ def _restrict_chars(connection, trim: float) -> tuple[list[int], dict[str, int]]
         return None, {}  # one pool is empty: the budget check reports it, with the counts
     low, high = max(b[0] for b in bounds.values()), min(b[1] for b in bounds.values())
     if low > high:
-        raise CPTError(f"the enriched and minimized candidates share no length range (enriched {bounds['enriched'][0]:,}-"
-                       f"{bounds['enriched'][1]:,} characters, minimized {bounds['minimized'][0]:,}-"
-                       f"{bounds['minimized'][1]:,}): lower --length-trim or use --length-match none")
+        raise CPTError(f"the enriched and minimized candidates share no length range (enriched "
+                       f"{bounds['enriched'][0]:,}-{bounds['enriched'][1]:,} characters, minimized "
+                       f"{bounds['minimized'][0]:,}-{bounds['minimized'][1]:,}): lower --length-trim or use "
+                       "--length-match none")
     connection.execute(f"UPDATE labelled SET in_range = coalesce(n_chars BETWEEN {int(low)} AND {int(high)}, FALSE) "
                        "WHERE pool IS NOT NULL")
     removed = dict(connection.sql("SELECT pool, count(*) FROM labelled WHERE pool IS NOT NULL AND NOT in_range "
