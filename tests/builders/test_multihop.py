@@ -16,6 +16,7 @@ from curate.builders.arith import (
     parse_solution,
     question_numbers,
 )
+from curate.builders.jobs import MultihopJob
 from curate.builders.multihop import (
     ChainMismatch,
     SourceProblem,
@@ -25,10 +26,10 @@ from curate.builders.multihop import (
     reexecute,
     run_multihop,
 )
+from curate.pipelines.cleaning import Cleaning
 from curate.pipelines.readers import InputSpec
 from tests.support.gsm8k_reexec import Unchecked, check_row, reexecute_hop
 from tests.support.shared import NATALIA_A, NATALIA_Q
-
 
 
 def calc(text: str) -> Fraction:
@@ -169,8 +170,8 @@ def test_bad_records_are_kept_with_their_reason(tmp_path):
         json.dumps({"id": "names", "question": "Let X1 be 4. What is X1 + 4?", "answer": "<<4+4=8>>8\n#### 8"}),
     ]
     source.write_text("\n".join(lines) + "\n")
-    result = run_multihop(InputSpec(path=str(source), text_key="question"), tmp_path / "out", n=20, hops=(2, 2),
-                          seed=1, progress=False)
+    result = run_multihop(MultihopJob(input=str(source), output=tmp_path / "out", n=20, hops="2-2", seed=1,
+                                      cleaning=Cleaning()), progress=False)
     rejects = [json.loads(line) for line in (tmp_path / "out" / "rejects" / "sources.jsonl").read_text().splitlines()]
     assert sorted(r["reason"] for r in rejects) == sorted(
         ["malformed_json", "missing_solution", "no_annotations", "duplicate_id", "uses_reference_names"]
@@ -186,7 +187,7 @@ def test_bad_records_are_kept_with_their_reason(tmp_path):
 def built(shared_data, tmp_path):
     source = shared_data / "gsm8k" / "test.jsonl"
     output = tmp_path / "multihop"
-    result = run_multihop(InputSpec(path=str(source), text_key="question"), output, n=150, hops=(2, 5), seed=3,
+    result = run_multihop(MultihopJob(input=str(source), output=output, n=150, hops="2-5", seed=3, cleaning=Cleaning()),
                           progress=False)
     raw = {}
     for position, line in enumerate(source.read_text().splitlines()):
@@ -275,7 +276,8 @@ def test_same_seed_same_chains_and_a_tampered_row_is_caught(shared_data, tmp_pat
     source = str(shared_data / "gsm8k" / "test.jsonl")
     spec = InputSpec(path=source, text_key="question")
     for name in ("a", "b"):
-        run_multihop(spec, tmp_path / name, n=30, hops=(3, 3), seed=7, progress=False)
+        run_multihop(MultihopJob(input=source, output=tmp_path / name, n=30, hops="3-3", seed=7, cleaning=Cleaning()),
+                     progress=False)
     a = pq.read_table(tmp_path / "a" / "data" / "full-00000.parquet").to_pylist()
     b = pq.read_table(tmp_path / "b" / "data" / "full-00000.parquet").to_pylist()
     assert a == b
@@ -388,7 +390,7 @@ def test_a_thousand_chains_from_gsm8k_train_and_test_reexecute_independently(sha
     source solution, annotated or not, and must agree with every chain it can check."""
     source = shared_data / "gsm8k" / "t*[nt].jsonl"  # train.jsonl and test.jsonl, not test_socratic
     output = tmp_path / "multihop"
-    result = run_multihop(InputSpec(path=str(source), text_key="question"), output, n=1000, hops=(2, 4), seed=0,
+    result = run_multihop(MultihopJob(input=str(source), output=output, n=1000, hops="2-4", seed=0, cleaning=Cleaning()),
                           progress=False)
     raw = {}
     for name in ("train.jsonl", "test.jsonl"):

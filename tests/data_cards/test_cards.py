@@ -66,7 +66,9 @@ def build_priming(tmp_path: Path) -> list[Path]:
 
 
 def build_multihop(tmp_path: Path) -> list[Path]:
+    from curate.builders.jobs import MultihopJob
     from curate.builders.multihop import run_multihop
+    from curate.pipelines.cleaning import Cleaning
     from tests.support.shared import NATALIA_A, NATALIA_Q
 
     source = _write_jsonl(tmp_path / "problems.jsonl", [
@@ -74,8 +76,8 @@ def build_multihop(tmp_path: Path) -> list[Path]:
         {"id": "bags", "question": "Sam has 4 bags of 7 apples. How many apples?", "answer": "<<4*7=28>>28\n#### 28"},
         {"id": "cook", "question": "Bake 36 cookies and eat 8. How many are left?", "answer": "<<36-8=28>>28\n#### 28"},
     ])
-    run_multihop(InputSpec(path=str(source), text_key="question"), tmp_path / "multihop", n=4, hops=(2, 2), seed=1,
-                 progress=False)
+    run_multihop(MultihopJob(input=str(source), output=tmp_path / "multihop", n=4, hops="2-2", seed=1,
+                             cleaning=Cleaning()), progress=False)
     return [tmp_path / "multihop" / "README.md"]
 
 

@@ -67,8 +67,9 @@ def test_verl_kit_points_at_the_export_and_the_registry_reward(priming, tmp_path
 
 @pytest.fixture(scope="module")
 def multihop(tmp_path_factory):
+    from curate.builders.jobs import MultihopJob
     from curate.builders.multihop import run_multihop
-    from curate.pipelines.readers import InputSpec
+    from curate.pipelines.cleaning import Cleaning
     from tests.support.shared import NATALIA_A, NATALIA_Q
 
     root = tmp_path_factory.mktemp("multihop")
@@ -76,8 +77,8 @@ def multihop(tmp_path_factory):
         {"id": "nat", "question": NATALIA_Q, "answer": NATALIA_A},
         {"id": "bags", "question": "Sam has 4 bags of 7 apples. How many apples?", "answer": "<<4*7=28>>28\n#### 28"},
     ]))
-    run_multihop(InputSpec(path=str(root / "problems.jsonl"), text_key="question"), root / "ds", n=3, hops=(2, 2),
-                 seed=1, progress=False)
+    run_multihop(MultihopJob(input=str(root / "problems.jsonl"), output=root / "ds", n=3, hops="2-2", seed=1,
+                             cleaning=Cleaning()), progress=False)
     return root / "ds"
 
 

@@ -28,7 +28,6 @@ pytest.importorskip("verl", reason="verl not installed: see README, 'the trainer
 pytest.importorskip("trl", reason="trl not installed: pip install -e '.[trainers]'")
 
 from curate.handoff.kits import run_handoff  # noqa: E402
-from curate.pipelines.readers import InputSpec  # noqa: E402
 from tests.support.shared import NATALIA_A, NATALIA_Q  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -69,7 +68,9 @@ def build_priming(root: Path) -> Built:
 
 
 def build_multihop(root: Path) -> Built:
+    from curate.builders.jobs import MultihopJob
     from curate.builders.multihop import run_multihop
+    from curate.pipelines.cleaning import Cleaning
 
     source = _jsonl(root / "problems.jsonl", [
         {"id": "nat", "question": NATALIA_Q, "answer": NATALIA_A},
@@ -77,7 +78,8 @@ def build_multihop(root: Path) -> Built:
         {"id": "cook", "question": "Bake 36 cookies and eat 8. How many are left?", "answer": "<<36-8=28>>28\n#### 28"},
     ])
     dataset = root / "multihop"
-    run_multihop(InputSpec(path=str(source), text_key="question"), dataset, n=4, hops=(2, 2), seed=1, progress=False)
+    run_multihop(MultihopJob(input=str(source), output=dataset, n=4, hops="2-2", seed=1, cleaning=Cleaning()),
+                 progress=False)
     return Built(dataset, *_boxed({row["id"]: row["answer"] for row in _rows(dataset)}))
 
 

@@ -6,13 +6,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from curate.builders.jobs import McqaJob
+from curate.builders.jobs import McqaJob, MultihopJob
 from curate.builders.mcqa import run_mcqa
 from curate.builders.multihop import run_multihop
 from curate.builders.priming import PrimingConfig, run_priming
 from curate.cli import app
 from curate.pipelines.cleaning import Cleaning
-from curate.pipelines.readers import InputSpec
 
 
 def _rows(directory: Path, pattern: str = "*.parquet") -> list[dict]:
@@ -103,8 +102,9 @@ def test_multihop_cleans_sources_before_chaining(shared_data, tmp_path):
     source = tmp_path / "sources.jsonl"
     source.write_text("".join(train + socratic + train[:15]))
     out = tmp_path / "multihop"
-    result = run_multihop(InputSpec(str(source), text_key="question"), out, n=40, hops=(2, 3), seed=1,
-                          progress=False, dedup=True, decontam="gsm8k", benchmarks_dir=shared_data)
+    job = MultihopJob(input=str(source), output=out, n=40, hops="2-3", seed=1,
+                      cleaning=Cleaning(dedup=True, decontam="gsm8k", benchmarks_dir=shared_data))
+    result = run_multihop(job, progress=False)
 
     set_aside = {r["id"]: r for r in _jsonl(out / "rejects" / "sources.jsonl")}
     duplicates = {i for i, r in set_aside.items() if r["reason"] == "duplicate_source"}
@@ -126,7 +126,7 @@ def test_multihop_cleans_sources_before_chaining(shared_data, tmp_path):
     assert not (out / ".curate" / "sources_dedup").exists()
 
     # Rebuilt without the options: no report or side file of the earlier run is left.
-    run_multihop(InputSpec(str(source), text_key="question"), out, n=5, progress=False)
+    run_multihop(MultihopJob(input=str(source), output=out, n=5, cleaning=Cleaning()), progress=False)
     assert not (out / "rejects" / "contaminated.jsonl").exists() and not (out / ".curate" / "dedup.json").exists()
     assert "## Deduplication" not in (out / "README.md").read_text()
 
