@@ -19,26 +19,29 @@ from curate.rewards.equivalence import parse_latex
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 NUMBER_WORDS = {w: str(i) for i, w in enumerate([
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
-    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])}
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])}
 UNITS = sorted({
-    "km/hr", "km/h", "kmph", "kmh", "km/hour", "m/s", "m/sec", "mph", "km", "cm", "mm", "m", "kg", "g", "gm", "gms", "mg",
-    "l", "ml", "litres", "liters", "litre", "liter", "hours", "hour", "hrs", "hr", "minutes", "minute", "min", "mins",
-    "seconds", "second", "sec", "secs", "s", "days", "day", "weeks", "week", "months", "month", "years", "year", "yrs",
-    "miles", "mile", "feet", "foot", "ft", "inches", "inch", "in", "yards", "yd", "meters", "metres", "meter", "metre",
-    "sq m", "sq cm", "sq km", "sq ft", "sq units", "sq. m", "sq. cm", "sq. units", "m^2", "cm^2", "m^3", "cm^3", "cu m", "cu cm",
-    "cubic meters", "cubic cm", "square units", "units", "unit", "h", "rupees", "dollars", "cents", "paise", "degrees", "°",
-    "n", "j", "kj", "w", "kw", "v", "ohm", "ohms", "hz", "khz", "pa", "kpa", "atm", "mol", "k", "ev", "°c", "°f",
-    "m/s^2", "km^2", "mm^2", "mm^3", "ft^2", "ft^3", "in^2", "km/s", "kg/m^3", "g/cm^3", "kg m/s", "n/m", "c", "men", "women", "boys", "girls", "students", "persons", "people", "workers",
-    "children", "balls", "marbles", "apples", "books", "pages", "votes", "times", "steps", "revolutions", "rounds",
-    "rs", "rs.", "games", "matches", "employees", "members", "players", "trees", "cows", "ways", "seats", "tickets", "items",
+    "km/hr", "km/h", "kmph", "kmh", "km/hour", "m/s", "m/sec", "mph", "km", "cm", "mm", "m", "kg", "g", "gm", "gms",
+    "mg", "l", "ml", "litres", "liters", "litre", "liter", "hours", "hour", "hrs", "hr", "minutes", "minute", "min",
+    "mins", "seconds", "second", "sec", "secs", "s", "days", "day", "weeks", "week", "months", "month", "years", "year",
+    "yrs", "miles", "mile", "feet", "foot", "ft", "inches", "inch", "in", "yards", "yd", "meters", "metres", "meter",
+    "metre", "sq m", "sq cm", "sq km", "sq ft", "sq units", "sq. m", "sq. cm", "sq. units", "m^2", "cm^2", "m^3",
+    "cm^3", "cu m", "cu cm", "cubic meters", "cubic cm", "square units", "units", "unit", "h", "rupees", "dollars",
+    "cents", "paise", "degrees", "°", "n", "j", "kj", "w", "kw", "v", "ohm", "ohms", "hz", "khz", "pa", "kpa", "atm",
+    "mol", "k", "ev", "°c", "°f", "m/s^2", "km^2", "mm^2", "mm^3", "ft^2", "ft^3", "in^2", "km/s", "kg/m^3", "g/cm^3",
+    "kg m/s", "n/m", "c", "men", "women", "boys", "girls", "students", "persons", "people", "workers", "children",
+    "balls", "marbles", "apples", "books", "pages", "votes", "times", "steps", "revolutions", "rounds", "rs", "rs.",
+    "games", "matches", "employees", "members", "players", "trees", "cows", "ways", "seats", "tickets", "items",
 }, key=len, reverse=True)
-UNIT_RE = re.compile(r"^(?P<value>.*?[\d}\)a-z])\s*(?P<unit>" + "|".join(re.escape(u) for u in UNITS) + r")\.?$", re.IGNORECASE)
+UNIT_RE = re.compile(r"^(?P<value>.*?[\d}\)a-z])\s*(?P<unit>" + "|".join(re.escape(u) for u in UNITS) + r")\.?$",
+                     re.IGNORECASE)
 # SI units with an optional prefix, matched case-sensitively ("mm" is not "Mm", "ms" not "Ms"): "50 μN", "2.5 ns",
 # "42.58 MHz", "2 A", "2.9 T". Only after a space: "3kT" is k times T and "4F" four times F; and "7 pm" is a time.
 SI_BASE = r"(?:mol|Hz|Pa|eV|Wb|Ω|[mgsAVWJNCFTLK])"
 SI_UNIT_RE = re.compile(
-    r"^(?P<value>.*?[\d}\)])\s+(?!pm$|am$)(?P<unit>[pnμmcdkMGT]?" + SI_BASE + r"(?:\^?[23])?(?:/[a-zA-Z]+(?:\^?[23])?)*)$")
+    r"^(?P<value>.*?[\d}\)])\s+(?!pm$|am$)(?P<unit>[pnμmcdkMGT]?" + SI_BASE
+    + r"(?:\^?[23])?(?:/[a-zA-Z]+(?:\^?[23])?)*)$")
 # Digit groups: a first group of 1-3 digits (not led by 0), then ",ddd" groups; MathQA spaces the first comma
 # ("3 , 012,121"), and a group so written counts only when an unspaced one follows ("4 , 2" is a pair).
 DIGIT_GROUPS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: , \d{3}(?=,\d{3}))?(?:,\d{3})+(?![\d]|,\d)")
@@ -56,9 +59,9 @@ GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "Delta
 
 CONSTANTS = {"g", "c", "e"}  # gravity, light speed, Euler's number: symbols an answer may use unannounced
 MATH_WORDS = {"sqrt", "frac", "dfrac", "tfrac", "pi", "sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp",
-              "lim", "arcsin", "arccos", "arctan", "times", "cdot", "div", "le", "ge", "leq", "geq", "ne", "neq", "infty",
-              "cup", "cap", "in", "left", "right", "begin", "end", "pmatrix", "bmatrix", "matrix", "text", "mathrm",
-              "circ", "pm", "mp", "approx", *GREEK.values()}
+              "lim", "arcsin", "arccos", "arctan", "times", "cdot", "div", "le", "ge", "leq", "geq", "ne", "neq",
+              "infty", "cup", "cap", "in", "left", "right", "begin", "end", "pmatrix", "bmatrix", "matrix", "text",
+              "mathrm", "circ", "pm", "mp", "approx", *GREEK.values()}
 
 
 @dataclass
@@ -139,7 +142,8 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset(),
     if not s:
         info["reason"] = "gold_not_math: empty after removing units"
         return None, info
-    words = [w for w in re.findall(r"(?<!\\)\b[a-zA-Z]{2,}\b", re.sub(r"\\[a-zA-Z]+", " ", s)) if w.lower() not in MATH_WORDS and not set(w) <= variables]
+    words = [w for w in re.findall(r"(?<!\\)\b[a-zA-Z]{2,}\b", re.sub(r"\\[a-zA-Z]+", " ", s))
+             if w.lower() not in MATH_WORDS and not set(w) <= variables]
     if words:
         info["reason"] = f"gold_not_math: words {' '.join(words[:4])!r}"
         return None, info
@@ -166,10 +170,12 @@ def normalize_option(text: str, variables: frozenset[str] = frozenset(),
     for name in re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]\d(?!\d)", s):
         if name not in subscripts:
             # "3D/(M2-3M)" means M^2 (AQuA writes powers flat); only a name the stem itself uses is a subscript
-            info["reason"] = f"ambiguous_symbol: {name!r} is {name[0]}_{name[1]} or {name[0]}^{name[1]}, not named in the question"
+            info["reason"] = (f"ambiguous_symbol: {name!r} is {name[0]}_{name[1]} or {name[0]}^{name[1]}, "
+                              "not named in the question")
             return None, info
     s = re.sub(r"(?<![\\a-zA-Z])([a-zA-Z])(\d)(?!\d)", r"\1_\2", s)  # v0 is v_0, not v times 0
-    if (m := re.fullmatch(r"([a-zA-Z])\s*=\s*([^=<>]+)", s)) and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group(2))):
+    if (m := re.fullmatch(r"([a-zA-Z])\s*=\s*([^=<>]+)", s)) \
+            and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group(2))):
         # "e = 121" (e was read as Euler's number, and the equation as False), "t = 32": the value asked for
         s = m.group(2).strip()
     return s, info
@@ -197,7 +203,8 @@ def answer_type_of(parsed: object, latex: str, info: dict) -> str:
     if isinstance(parsed, sympy.Rational):
         return "fraction"
     if isinstance(parsed, sympy.Basic) and not parsed.free_symbols and parsed.has(sympy.sqrt(2).func) and any(
-        isinstance(p, sympy.Pow) and p.exp.is_Rational and not p.exp.is_integer for p in sympy.preorder_traversal(parsed)
+        isinstance(p, sympy.Pow) and p.exp.is_Rational and not p.exp.is_integer
+        for p in sympy.preorder_traversal(parsed)
     ):
         return "radical"
     return "expression"
@@ -205,7 +212,8 @@ def answer_type_of(parsed: object, latex: str, info: dict) -> str:
 
 def stem_variables(stem: str) -> frozenset[str]:
     """Single letters the stem uses as symbols (also as v0, x_1, 2x), for telling products from words."""
-    return frozenset(re.findall(r"(?<![a-zA-Z'])([b-zB-HJ-Z])(?=[\d_^]|(?![\w']))", _unicode_math(stem).replace("\\", " ")))
+    return frozenset(re.findall(r"(?<![a-zA-Z'])([b-zB-HJ-Z])(?=[\d_^]|(?![\w']))",
+                                _unicode_math(stem).replace("\\", " ")))
 
 
 def stem_subscripts(stem: str) -> frozenset[str]:
@@ -213,7 +221,8 @@ def stem_subscripts(stem: str) -> frozenset[str]:
     return frozenset(re.findall(r"(?<![a-zA-Z\d])[a-zA-Z]\d(?![\w])", _unicode_math(stem)))
 
 
-def parse_answer(text: str, variables: frozenset[str] = frozenset(), subscripts: frozenset[str] = frozenset()) -> Answer | str:
+def parse_answer(text: str, variables: frozenset[str] = frozenset(),
+                 subscripts: frozenset[str] = frozenset()) -> Answer | str:
     """The option as a gradable answer, or the reason it is not one."""
     latex, info = normalize_option(text, variables, subscripts)
     if latex is None:

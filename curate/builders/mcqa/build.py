@@ -71,7 +71,8 @@ class McqaBuilder(Builder):
 
 SCHEMA = pa.schema([
     ("id", pa.string()), ("question", pa.string()), ("answer", pa.string()), ("answer_type", pa.string()),
-    ("source", pa.string()), ("original_options", pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string())]))),
+    ("source", pa.string()),
+    ("original_options", pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string())]))),
     ("gold_letter", pa.string()), ("data_source", pa.string()), ("ability", pa.string()),
 ])
 

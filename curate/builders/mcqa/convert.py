@@ -39,9 +39,10 @@ class CheckTimeout(Exception):
 
 # Counted things and currencies: the stem already says what is counted or paid.
 UNITS_WITHOUT_INSTRUCTION = {"men", "women", "boys", "girls", "students", "persons", "people", "workers", "children",
-                             "times", "ways", "units", "unit", "rs", "rs.", "rupees", "dollars", "cents", "paise", "balls",
-                             "marbles", "apples", "books", "pages", "votes", "steps", "games", "matches", "employees",
-                             "members", "players", "trees", "cows", "seats", "tickets", "items", "revolutions", "rounds"}
+                             "times", "ways", "units", "unit", "rs", "rs.", "rupees", "dollars", "cents", "paise",
+                             "balls", "marbles", "apples", "books", "pages", "votes", "steps", "games", "matches",
+                             "employees", "members", "players", "trees", "cows", "seats", "tickets", "items",
+                             "revolutions", "rounds"}
 INSTRUCTIONS = {
     "percentage": "Express your answer as a percentage.",
     "fraction": "Express your answer as a common fraction.",
@@ -81,7 +82,8 @@ def convert_item(item: MCItem) -> Converted | Rejected:
     if META_GOLD.search(gold_text):
         return reject(f"gold_meta_option: {gold_text.strip()[:40]!r}")
     for letter, text in item.options.items():
-        if TOGETHER.search(text) and letter != item.gold_letter and not re.search(r"\bnone of (these|the above)\b", text, re.IGNORECASE):
+        if TOGETHER.search(text) and letter != item.gold_letter \
+                and not re.search(r"\bnone of (these|the above)\b", text, re.IGNORECASE):
             # "both A and B" as a distractor says A and B were written to be weighed against each other.
             return reject(f"options_meaningful_together: option {letter} {text.strip()[:30]!r}")
     if reason := unstated_constant_reason(stem, item.options):
@@ -91,10 +93,14 @@ def convert_item(item: MCItem) -> Converted | Rejected:
         if re.search(rf"\b(option|choice|answer)\s*\(?{letter}\)?(?![\w])", stem, re.IGNORECASE):
             return reject(f"stem_depends_on_options: refers to option {letter}")
     if (m := TIME_OF_DAY.fullmatch(gold_text)) and (m.group("half") or ASKS_TIME.search(stem)):
-        return reject(f"time_of_day: {gold_text.strip()[:20]!r} is a clock time, not a number or ratio the reward grades")
-    if PAIR_DASH.fullmatch(gold_text) and any(PAIR_DASH.fullmatch(t) for k, t in item.options.items() if k != item.gold_letter):
-        # "21 - 61" answers "find the numbers", "652,000 - 628,000" a range: options so written are pairs, not differences
-        return reject(f"ambiguous_dash: options written as {gold_text.strip()[:30]!r} (two numbers, or their difference)")
+        return reject(f"time_of_day: {gold_text.strip()[:20]!r} is a clock time, not a number or ratio the reward "
+                      "grades")
+    if PAIR_DASH.fullmatch(gold_text) and any(PAIR_DASH.fullmatch(t) for k, t in item.options.items()
+                                              if k != item.gold_letter):
+        # "21 - 61" answers "find the numbers", "652,000 - 628,000" a range: options so written are pairs, not
+        # differences
+        return reject(f"ambiguous_dash: options written as {gold_text.strip()[:30]!r} (two numbers, or their "
+                      "difference)")
     variables, subscripts = stem_variables(stem), stem_subscripts(stem)
     answer = parse_answer(gold_text, variables, subscripts)
     if isinstance(answer, str):
@@ -102,7 +108,8 @@ def convert_item(item: MCItem) -> Converted | Rejected:
     if (m := FORM_ASKED.search(stem)) and CONSTANT_ARITHMETIC.fullmatch(answer.latex):
         # "2^4 \cdot 3" for a prime factorization, "200000 + 70000 + 200 + 40" for an expanded form: the reward
         # compares values, so 48, 6 \cdot 8 and 270240 would all score 1
-        return reject(f"form_answer: the question asks for a form ({m.group(0)!r}) that a value checker cannot tell apart")
+        return reject(f"form_answer: the question asks for a form ({m.group(0)!r}) that a value checker cannot tell "
+                      "apart")
     if MODULAR_RING.search(stem) and re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", answer.latex)):
         # "(x + 1)(x - 4)(x - 2) in Z_7[x]": (x + 1)(x + 3)(x + 5) is the same answer and a checker over Q rejects it
         return reject(f"modular_answer: a polynomial over {MODULAR_RING.search(stem).group(0)!r}")
@@ -112,12 +119,15 @@ def convert_item(item: MCItem) -> Converted | Rejected:
         if letter == item.gold_letter:
             continue
         other = parse_answer(text, variables, subscripts)
-        if isinstance(other, Answer) and (verify_parsed(answer.parsed, other.parsed) or verify_parsed(other.parsed, answer.parsed)):
+        if isinstance(other, Answer) and (verify_parsed(answer.parsed, other.parsed)
+                                          or verify_parsed(other.parsed, answer.parsed)):
             if answer.unit and other.unit and answer.unit != other.unit:
                 # "1 nm" against a gold of "1 m": the reward grades the number with or without a unit, so a solver
                 # who answers the distractor with its unit scores 1
-                return reject(f"not_unique: option {letter} {text.strip()[:30]!r} differs from the gold only in its unit")
-            return reject(f"not_unique: option {letter} {text.strip()[:30]!r} verifies as the gold {gold_text.strip()[:30]!r}")
+                return reject(f"not_unique: option {letter} {text.strip()[:30]!r} differs from the gold only in its "
+                              "unit")
+            return reject(f"not_unique: option {letter} {text.strip()[:30]!r} verifies as the gold "
+                          f"{gold_text.strip()[:30]!r}")
     question = rewrite_stem(stem, answer)
     if not question:
         return reject("empty_question: nothing left once the options are removed")

@@ -95,7 +95,8 @@ def detect_format(record: object) -> str:
     if isinstance(record, list):
         return "mmlu_csv"
     if not isinstance(record, dict):
-        raise FormatError(f"cannot detect the layout: a record is a {type(record).__name__}, not an object or a CSV row")
+        raise FormatError(f"cannot detect the layout: a record is a {type(record).__name__}, not an object or a CSV "
+                          "row")
     keys = set(record)
     if {"question", "options", "correct"} <= keys:
         return "aqua"
@@ -106,7 +107,8 @@ def detect_format(record: object) -> str:
     if "instruction" in keys and "answer" in keys and ALPACA_MARKERS.search(str(record["instruction"])):
         return "alpaca"
     raise FormatError(
-        f"cannot detect the layout from the fields {', '.join(sorted(map(str, keys)))}; expected AQuA (question, options, correct), "
+        f"cannot detect the layout from the fields {', '.join(sorted(map(str, keys)))}; expected AQuA (question, "
+        "options, correct), "
         "JSON (question, options|choices, answer), ARC (question, choices, answerKey), an MMLU CSV, or "
         "Alpaca (instruction with inline options, answer); pass --format"
     )
@@ -206,7 +208,8 @@ def _csv_item(row: list[str], header: list[str] | None, source: str, position: i
     return _make_item(_stable_id(source, position), source, question, options, _letter_of(answer, []))
 
 
-def _make_item(item_id: object, source: str, question: object, options: dict[str, str], letter: str | None) -> MCItem | Rejected:
+def _make_item(item_id: object, source: str, question: object, options: dict[str, str],
+               letter: str | None) -> MCItem | Rejected:
     item_id = str(item_id)
     if not isinstance(question, str) or not question.strip():
         return Rejected(item_id, source, "empty_question: no question text")
@@ -241,7 +244,8 @@ def record_to_item(record: object, fmt: str, source: str, position: int) -> MCIt
             choices = question.get("choices", choices)
             question = question.get("stem")
         options, labels = _options_from(choices)
-        return _make_item(item_id, source, question, options, _letter_of(record.get("answerKey", record.get("answer")), labels))
+        return _make_item(item_id, source, question, options,
+                          _letter_of(record.get("answerKey", record.get("answer")), labels))
     if fmt == "jsonl":
         options, labels = _options_from(record.get("options", record.get("choices")))
         question = record.get("question")

@@ -12,24 +12,33 @@ STEM_RULES: list[tuple[str, re.Pattern]] = [
     ("stem_depends_on_options", re.compile(
         r"\b(which|what)\s+(one\s+)?(of|among)\s+(the|these|those)\b|\bwhich\s+(one\s+)?of\b|\bamong the following\b"
         r"|\bof the following\b|\bthe following (is|are|statements?|could|would|must|best|represents?)\b"
-        r"|\b(all|none|each) of the following\b|\bwhich statements?\b|\bwhich (one|choice|option|answer)\b", re.IGNORECASE)),
+        r"|\b(all|none|each) of the following\b|\bwhich statements?\b|\bwhich (one|choice|option|answer)\b",
+        re.IGNORECASE)),
     ("stem_depends_on_options", re.compile(
-        r"\b(options?|choices?|answers?)\s*\(?[A-E]\)?\s*(and|or|,)|\b(option|choice)s?\s+\(?[A-E]\)?\b|\(\s*[A-E]\s*\)\s*(and|or)\s*\(\s*[A-E]\s*\)"
-        r"|\b(given|above|below|listed)\s+(options|choices|answers)\b|\b(options|choices) (above|below|given)\b", re.IGNORECASE)),
-    ("stem_depends_on_options", re.compile(r"\bEXCEPT\b|\bexcept\s*(:|\?|$)|\bis not true\b|\bis false\b|\btrue or false\b", re.IGNORECASE)),
+        r"\b(options?|choices?|answers?)\s*\(?[A-E]\)?\s*(and|or|,)|\b(option|choice)s?\s+\(?[A-E]\)?\b"
+        r"|\(\s*[A-E]\s*\)\s*(and|or)\s*\(\s*[A-E]\s*\)"
+        r"|\b(given|above|below|listed)\s+(options|choices|answers)\b|\b(options|choices) (above|below|given)\b",
+        re.IGNORECASE)),
+    ("stem_depends_on_options", re.compile(
+        r"\bEXCEPT\b|\bexcept\s*(:|\?|$)|\bis not true\b|\bis false\b|\btrue or false\b", re.IGNORECASE)),
     ("stem_depends_on_options", re.compile(
         r"(^|[.?!:;,\n]\s*|\b(then|so|and)\s+)which\s+(?!is\b|are\b|was\b|were\b|has\b|have\b)|(^|[.?!:;\n]\s*)which\b"
-        r"|\bmost likely\b|\bbest (describes?|explains?|represents?|supported|supports)\b|\b(could|might|can|may) be\b\s*(\?|:|$)|\bcould\s+(be|equal)\b", re.IGNORECASE)),
-    ("paired_statements", re.compile(r"Statement\s*1\s*\|?|\b(I|II|III)\.\s|\bI\s+only\b|\bII\s+and\s+III\b", re.DOTALL)),
+        r"|\bmost likely\b|\bbest (describes?|explains?|represents?|supported|supports)\b"
+        r"|\b(could|might|can|may) be\b\s*(\?|:|$)|\bcould\s+(be|equal)\b", re.IGNORECASE)),
+    ("paired_statements", re.compile(
+        r"Statement\s*1\s*\|?|\b(I|II|III)\.\s|\bI\s+only\b|\bII\s+and\s+III\b", re.DOTALL)),
 ]
 APPROXIMATE = re.compile(
     r"\b(approximately|approximate|approx\.?|closest to|nearest to|roughly|estimated?|about how)\b", re.IGNORECASE)
 STATED_PRECISION = re.compile(
-    r"nearest\s+(whole|integer|tenth|hundredth|thousandth|cent|dollar|percent|degree|\w+\s+place)|decimal places?|significant (figures|digits)", re.IGNORECASE)
+    r"nearest\s+(whole|integer|tenth|hundredth|thousandth|cent|dollar|percent|degree|\w+\s+place)|decimal places?"
+    r"|significant (figures|digits)", re.IGNORECASE)
 META_GOLD = re.compile(
     r"^\s*(all|none|both|neither)\s+(of\s+)?(the\s+)?(above|these|them|those)\b|^\s*none\s*$|\bcan ?not be determined\b"
-    r"|\bcannot be determined\b|\bdata (inadequate|insufficient)\b|\bnot enough information\b|\binsufficient (data|information)\b"
-    r"|\bmore than one\b|^\s*([A-E]|I{1,3}|IV)(\s*(,|and|&|or)\s*([A-E]|I{1,3}|IV))+\s*(only)?\s*$|^\s*(I{1,3}|IV)\s+only\s*$", re.IGNORECASE)
+    r"|\bcannot be determined\b|\bdata (inadequate|insufficient)\b|\bnot enough information\b"
+    r"|\binsufficient (data|information)\b"
+    r"|\bmore than one\b|^\s*([A-E]|I{1,3}|IV)(\s*(,|and|&|or)\s*([A-E]|I{1,3}|IV))+\s*(only)?\s*$"
+    r"|^\s*(I{1,3}|IV)\s+only\s*$", re.IGNORECASE)
 
 
 # A stem that asks nothing: no question mark and no instruction ("A curve is given parametrically by the
@@ -39,7 +48,8 @@ ASKS = re.compile(
     r"give|express|estimate|write|convert|factor|factorise|factorize|expand|round|state|name|identify|list|show|prove|"
     r"derive|rationali[sz]e|add|subtract|multiply|divide)\b", re.IGNORECASE)
 # "... the length of the garden is :" asks for the value it names (a completion stem), unlike a sentence cut off.
-COMPLETION = re.compile(r"\b(is|are|was|were|be|equals?|equal to|becomes?|amounts? to|costs?)\s*[:\-.\s]*$", re.IGNORECASE)
+COMPLETION = re.compile(
+    r"\b(is|are|was|were|be|equals?|equal to|becomes?|amounts? to|costs?)\s*[:\-.\s]*$", re.IGNORECASE)
 ENDS_SENTENCE = re.compile(r"[.?!)\]}$\"'”’]\s*$")
 # Motion under gravity with no value for g: the gold then encodes the writer's choice (9.8 or 10 m/s^2).
 GRAVITY_MOTION = re.compile(
@@ -51,14 +61,16 @@ GRAVITY_MOTION = re.compile(
 # (density alone) and a steamer's float need no g.
 GRAVITY_FORCE = re.compile(
     r"\bkicked\b|\blaunch(?:ed)? (?:angle|speed|velocity)\b|\blift(?:s|ing|ed)?\b[^.?!]*\b(?:kg|kilograms?)\b"
-    r"|\belevator\b[^.?!]*\baccelerat|\bapparent weight\b|\bfloat(?:s|ing)?\b(?=.*\d\s*N\b)|\d\s*N\b(?=.*\bfloat)", re.IGNORECASE | re.DOTALL)
+    r"|\belevator\b[^.?!]*\baccelerat|\bapparent weight\b|\bfloat(?:s|ing)?\b(?=.*\d\s*N\b)|\d\s*N\b(?=.*\bfloat)",
+    re.IGNORECASE | re.DOTALL)
 GRAVITY_GIVEN = re.compile(
     r"\bg\s*=|9\.8|\b10\s*m\s*/\s*s(\^?2|²)|acceleration (due to|of) gravity (is|of|=|as)|\btake g\b", re.IGNORECASE)
 # Questions about how a number is written, not its value.
 FORM_ASKED = re.compile(
     r"\b(expanded|standard|word|exponential|exponent|factored|scientific) (form|notation)\b|\bprime factori[sz]ation\b"
     r"|\bfactori[sz]e\b|\busing (exponents|powers)\b|\b(which|what) expression\b|\bexpressions? (that |which )?"
-    r"(shows?|represents?|can be used|could be used|is equivalent)\b|\bone way to\b|\bas a (product|sum) of\b", re.IGNORECASE)
+    r"(shows?|represents?|can be used|could be used|is equivalent)\b|\bone way to\b|\bas a (product|sum) of\b",
+    re.IGNORECASE)
 # Numbers joined by operators, nothing else: a value written out, whose form a value checker does not see.
 CONSTANT_ARITHMETIC = re.compile(
     r"[\d.\s(){}]*\d[\d.\s(){}]*(?:(?:[-+*^!]|\\times|\\cdot|\\div)[\d.\s(){}!]*)+")
@@ -71,7 +83,8 @@ MODULAR_RING = re.compile(r"\bZ_?\{?\d+\}?\s*\[\s*[a-z]\s*\]")
 # Options that point at other options: meaningful only next to them.
 TOGETHER = re.compile(
     r"\b(both|all|none|neither)\s+(of\s+)?(the\s+)?(above|these|them|those)\b|\bboth\s+\(?[A-E]\)?\s+and\s+\(?[A-E]\)?"
-    r"|^\s*\(?[A-E]\)?\s+(and|or|&)\s+\(?[A-E]\)?\s*$|\bneither\s+\(?[A-E]\)?\s+nor\s+\(?[A-E]\)?|^\s*none\s*$", re.IGNORECASE)
+    r"|^\s*\(?[A-E]\)?\s+(and|or|&)\s+\(?[A-E]\)?\s*$|\bneither\s+\(?[A-E]\)?\s+nor\s+\(?[A-E]\)?|^\s*none\s*$",
+    re.IGNORECASE)
 
 
 def truncated_reason(stem: str) -> str | None:

@@ -55,7 +55,8 @@ def run_multihop(job: MultihopJob, progress: bool = True) -> MultihopResult:
         raise InputError(f"no usable source problem in {spec.path} ({dict(stats.source_rejects)})")
 
     builder = ChainBuilder(problems, seed=seed, max_ratio=max_ratio, tries_per_link=tries_per_link)
-    with atomic_open(output / "rejects" / "links.jsonl") as links, atomic_open(output / "rejects" / "chains.jsonl") as failed:
+    with atomic_open(output / "rejects" / "links.jsonl") as links, \
+            atomic_open(output / "rejects" / "chains.jsonl") as failed:
         chains = builder.build(n, hops, stats, links, failed, progress=progress)
 
     sources = {p.id: p for p in problems}

@@ -29,8 +29,8 @@ def _table(header: tuple[str, str], counts: dict, total: int | None = None) -> s
 
 def multihop_command(parameters: dict, output: Path) -> str:
     return reproduce_command("multihop", options=[
-        ("--input", parameters["input"]), ("--output", output), ("--hops", parameters["hops"]), ("--n", parameters["n"]),
-        ("--seed", parameters["seed"]), ("--max-ratio", parameters["max_ratio"]),
+        ("--input", parameters["input"]), ("--output", output), ("--hops", parameters["hops"]),
+        ("--n", parameters["n"]), ("--seed", parameters["seed"]), ("--max-ratio", parameters["max_ratio"]),
         ("--tries-per-link", parameters["tries_per_link"]), ("--question-key", parameters["text_key"]),
         ("--answer-key", parameters["answer_key"]), ("--id-key", parameters["id_key"]),
         ("--license", parameters["license"]),
@@ -76,12 +76,12 @@ def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: di
                 "final one.",
         method=f"Source problems came from `{parameters['input']}`. Each solution's calculator annotations "
                "(`<<48/2=24>>`) were parsed into an expression graph and re-executed exactly (rational arithmetic, no "
-               "`eval`); only problems that reproduce their `#### N` answer were used. A link replaces a number written "
-               "once in the next problem's text that feeds its answer, then re-executes that problem; it is accepted "
-               "only if the value flows through annotated arithmetic alone (neither it nor a value computed from it "
-               "takes part in arithmetic written in plain text, such as `9000(.30)=2700` or \"half of 40\", or equals "
-               "another number of the problem), if the answer changes when a second value is put in, and if every "
-               "intermediate value keeps its sign, stays whole where it was whole and stays within a "
+               "`eval`); only problems that reproduce their `#### N` answer were used. A link replaces a number "
+               "written once in the next problem's text that feeds its answer, then re-executes that problem; it is "
+               "accepted only if the value flows through annotated arithmetic alone (neither it nor a value computed "
+               "from it takes part in arithmetic written in plain text, such as `9000(.30)=2700` or \"half of 40\", or "
+               "equals another number of the problem), if the answer changes when a second value is put in, and if "
+               "every intermediate value keeps its sign, stays whole where it was whole and stays within a "
                f"factor {ratio} of its original value. Every row was re-executed from its stored hops before writing.",
         parameters=[("question key" if k == "text_key" else k.replace("_", " "), v) for k, v in parameters.items()],
         command=multihop_command(parameters, output),
@@ -89,23 +89,25 @@ def write_card(output: Path, parameters: dict, stats: MultihopStats, reports: di
             ("Splits (ablation sets from the same chains)",
              ("| split | rows | what |\n|---|---|---|\n"
              f"| `full` | {stats.rows.get('full', 0):,} | one row per chain of k hops |\n"
-             f"| `half` | {stats.rows.get('half', 0):,} | each chain cut in two: ceil(k/2) hops, then the rest starting "
-             "with the chained value written as a number |\n"
+             f"| `half` | {stats.rows.get('half', 0):,} | each chain cut in two: ceil(k/2) hops, then the rest "
+             "starting with the chained value written as a number |\n"
              f"| `single` | {stats.rows.get('single', 0):,} | the source problems of each chain, unchanged, with their "
              "original answers |\n\n`chain_id` ties the rows of all three splits to their chain.")),
             ("Hop-count distribution (`full`)",
-             (f"{_table(('hops', 'chains'), hop_counts, chains)}\n\n{stats.distinct_sources:,} distinct source problems "
-             f"are used; the most used one appears in {stats.max_source_uses:,} chains.")),
+             (f"{_table(('hops', 'chains'), hop_counts, chains)}\n\n{stats.distinct_sources:,} distinct source "
+             f"problems are used; the most used one appears in {stats.max_source_uses:,} chains.")),
             ("Links",
-             (f"{stats.link_proposals:,} links were proposed (a number in another problem within a factor {ratio} of the "
-             f"previous answer) and {stats.links_accepted:,} accepted: an acceptance rate of "
-             f"{100 * stats.acceptance_rate:.1f} %. Rejected links, by reason (each one is in `rejects/links.jsonl`):\n\n"
+             (f"{stats.link_proposals:,} links were proposed (a number in another problem within a factor {ratio} of "
+             f"the previous answer) and {stats.links_accepted:,} accepted: an acceptance rate of "
+             f"{100 * stats.acceptance_rate:.1f} %. Rejected links, by reason (each one is in "
+             "`rejects/links.jsonl`):\n\n"
              f"{_table(('reason', 'links'), dict(stats.link_rejects.most_common()), rejected_links)}\n\n"
-             f"Chain attempts: {stats.chain_attempts:,}; abandoned for want of a valid link (`rejects/chains.jsonl`):\n\n"
+             f"Chain attempts: {stats.chain_attempts:,}; abandoned for want of a valid link "
+             "(`rejects/chains.jsonl`):\n\n"
              f"{_table(('reason', 'chains'), dict(stats.chain_rejects.most_common()))}")),
             ("Source problems",
-             (f"{stats.sources_read:,} read, {stats.sources_executable:,} executable, {stats.sources_with_slots:,} with "
-             "at least one number a previous answer can replace. Set aside (`rejects/sources.jsonl`):\n\n"
+             (f"{stats.sources_read:,} read, {stats.sources_executable:,} executable, {stats.sources_with_slots:,} "
+             "with at least one number a previous answer can replace. Set aside (`rejects/sources.jsonl`):\n\n"
              f"{_table(('reason', 'problems'), dict(stats.source_rejects.most_common()))}")),
         ],
         reports=reports,

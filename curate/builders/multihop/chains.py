@@ -40,7 +40,8 @@ def parse_hop_range(text: str) -> tuple[int, int]:
     return low, high
 
 
-def check_link(problem: SourceProblem, given: int, value: Fraction, max_ratio: float) -> tuple[str | None, Fraction | None]:
+def check_link(problem: SourceProblem, given: int, value: Fraction,
+               max_ratio: float) -> tuple[str | None, Fraction | None]:
     """Put `value` in place of given `given` and re-execute. Returns (reason, None) when the link is
     invalid, else (None, the new answer)."""
     solution = problem.solution
@@ -57,7 +58,8 @@ def check_link(problem: SourceProblem, given: int, value: Fraction, max_ratio: f
     changed = {original} | {solution.values[i] for i in fed}
     if changed & solution.plain.operands:
         return "value_in_unannotated_arithmetic", None
-    if any(lit.kind == "const" and lit.value in solution.plain.results for i in fed for lit in solution.steps[i].literals):
+    if any(lit.kind == "const" and lit.value in solution.plain.results
+           for i in fed for lit in solution.steps[i].literals):
         return "unannotated_result_in_annotation", None
     try:
         values = solution.execute({given: value})

@@ -15,7 +15,8 @@ from curate.pipelines.readers import InputSpec
 from curate.pipelines.state import STATE
 
 SOURCES_NOTE = ("Applied to the source problems before chaining (a removed problem is in `rejects/sources.jsonl` "
-                "with reason `{reason}`, details below), so the full, half and single sets stay built from the same problems.")
+                "with reason `{reason}`, details below), so the full, half and single sets stay built from the same "
+                "problems.")
 
 
 def clean_sources(
@@ -27,7 +28,8 @@ def clean_sources(
     row by construction, and a removal from one set would leave the ablation sets unmatched."""
     excluded: dict[str, tuple[str, str]] = {}
     sections: dict[str, str] = {}
-    for stale in (STATE + "/dedup.json", STATE + "/decontam.json", "rejects/duplicates.jsonl", "rejects/contaminated.jsonl"):
+    for stale in (STATE + "/dedup.json", STATE + "/decontam.json", "rejects/duplicates.jsonl",
+                  "rejects/contaminated.jsonl"):
         (output / stale).unlink(missing_ok=True)
     if not (dedup or decontam):
         return excluded, sections
@@ -70,7 +72,8 @@ def _with_note(section: str, reason: str) -> str:
 
 
 def _keep_reports(stage: Path, output: Path, report: str, removed: str) -> None:
-    """Keeps the cleaning report and the removed rows; drops the stage, a cleaned copy of the input that nothing reads."""
+    """Keeps the cleaning report and the removed rows; drops the stage, a cleaned copy of the input that nothing
+    reads."""
     (stage / STATE / report).replace(output / STATE / report)
     if (stage / "rejects" / removed).exists():
         (output / "rejects").mkdir(parents=True, exist_ok=True)

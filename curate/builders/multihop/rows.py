@@ -111,9 +111,11 @@ def reexecute(row: dict, sources: dict[str, SourceProblem]) -> str:
         else:
             matches = [i for i, g in enumerate(problem.solution.givens) if g.text == hop["replaced"]]
             if len(matches) != 1:
-                raise ChainMismatch(f"{row['id']} hop {position}: {hop['replaced']!r} is not written once in the source")
+                raise ChainMismatch(f"{row['id']} hop {position}: {hop['replaced']!r} is not written once in the "
+                                    "source")
             if position > 0 and hop["substituted_value"] != previous:
-                raise ChainMismatch(f"{row['id']} hop {position}: takes {hop['substituted_value']}, previous answer {previous}")
+                raise ChainMismatch(f"{row['id']} hop {position}: takes {hop['substituted_value']}, previous "
+                                    f"answer {previous}")
             values = problem.solution.execute({matches[0]: parse_number(hop["substituted_value"])})
         answer = format_number(values[problem.solution.answer_step])
         if answer != hop["answer"]:

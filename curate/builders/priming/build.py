@@ -119,7 +119,8 @@ class PrimingBuilder(Builder):
                 return
             batch: list[tuple[Problem, str]] = []
             quota = {s: math.ceil(oversample * (wanted[s] - kept[s])) for s in wanted}
-            batch_size = config.batch_size if config.writer == "symbolic" else max(config.batch_size, sum(quota.values()))
+            batch_size = (config.batch_size if config.writer == "symbolic"
+                          else max(config.batch_size, sum(quota.values())))
             # Stop drawing once each split's quota is met: draws that cannot join the batch would use up the
             # attempt budget while the behavior check still refuses some traces.
             while len(batch) < batch_size and drawn < max_problems and any(
@@ -245,7 +246,8 @@ def written_traces(output: Path) -> list[JudgedTrace]:
         for row in table.to_pylist():
             completion = row["completion"]
             think = completion[len("<think>\n"): completion.rindex("\n</think>")]
-            traces.append(JudgedTrace(row["id"], row["extra_info"]["split"], True, row["numbers"], row["target"], think))
+            traces.append(JudgedTrace(row["id"], row["extra_info"]["split"], True, row["numbers"], row["target"],
+                                      think))
     for line in (output / "rejects" / "rejects.jsonl").read_text(encoding="utf-8").splitlines():
         reject = json.loads(line)
         if reject["think"] is not None:

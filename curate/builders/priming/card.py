@@ -34,12 +34,14 @@ FIELDS = [
                                                               "reaches the target")),
     ("`numbers`, `target`", "list of int64, int64", "the problem"),
     ("`format_score`", "float64", "reward of a well-formed wrong equation (0, or TinyZero's 0.1)"),
-    ("`variant`, `answers`, `requested_behaviors`", "string, string, list of string", "what the trace was asked to show"),
+    ("`variant`, `answers`, `requested_behaviors`", "string, string, list of string",
+     "what the trace was asked to show"),
     ("`verification`, `backtracking`, `subgoal_setting`, `backward_chaining`", "int32",
      "sentences the classifier found showing each behavior in the trace"),
     ("`classifier`, `writer`, `strategy`, `dead_ends`", "string, string, string, int32", ("who checked and wrote the "
                                                                                          "trace, and how it searched")),
-    ("`failure`, `voice`", "string, string", "why an incorrect answer is wrong (null when correct), the narrator voice"),
+    ("`failure`, `voice`", "string, string",
+     "why an incorrect answer is wrong (null when correct), the narrator voice"),
     ("`think_chars`, `think_tokens`", "int64", "length of the chain of thought (tokens: null without --tokenizer)"),
 ]
 
@@ -80,15 +82,16 @@ def judge_section(judge: dict, config: PrimingConfig) -> str:
 
     table = ["| traces | count | judged | accepted by the judge | acceptance | parse failures | request failures |",
              "|---|---|---|---|---|---|---|"]
-    for key, label in (("all", "all written"), ("kept", "kept by the classifier"), ("refused", "refused by the classifier")):
+    for key, label in (("all", "all written"), ("kept", "kept by the classifier"),
+                       ("refused", "refused by the classifier")):
         part = judge[key]
         table.append(f"| {label} | {part['traces']:,} | {part['judged']:,} | {part['accepted']:,} | {rate(part)} | "
                      f"{part['parse_failures']:,} | {part['request_failures']:,} |")
     agreement = judge["agreement"]
-    return (f"`{judge['model']}` read every trace the build wrote, with the puzzle's numbers and target, and counted the "
-            "four behaviors; a trace is accepted when it shows exactly the requested ones "
-            f"({', '.join(sorted(b.value for b in config.requested)) or 'none'}). The judge reports and does not choose "
-            "rows; a reply it could not read leaves the trace unjudged.\n\n" + "\n".join(table)
+    return (f"`{judge['model']}` read every trace the build wrote, with the puzzle's numbers and target, and counted "
+            "the four behaviors; a trace is accepted when it shows exactly the requested ones "
+            f"({', '.join(sorted(b.value for b in config.requested)) or 'none'}). The judge reports and does not "
+            "choose rows; a reply it could not read leaves the trace unjudged.\n\n" + "\n".join(table)
             + "\n\nAgreement over judged traces: both accept "
             f"{agreement['both_accept']:,}, only the classifier {agreement['only_classifier']:,}, only the judge "
             f"{agreement['only_judge']:,}, neither {agreement['neither']:,}. One verdict per trace is in "
@@ -120,8 +123,9 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                   "independent readings of the behaviors.")
     if rejected:
         acceptance += f"\n\n| reason | traces |\n|---|---|{rejected}\n\nThe refused traces are in `rejects/`."
-    split_table = ["| split | rows | answer accuracy | think chars mean / median / p90 / max | think tokens mean / max | "
-                   + " | ".join(BEHAVIOR_NAMES) + " |", "|---|---|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
+    split_table = ["| split | rows | answer accuracy | think chars mean / median / p90 / max | "
+                   "think tokens mean / max | " + " | ".join(BEHAVIOR_NAMES) + " |",
+                   "|---|---|---|---|---|" + "---|" * len(BEHAVIOR_NAMES)]
     for split, s in stats["splits"].items():
         c, t = s["think_chars"], s["think_tokens"]
         tokens = f"{t['mean']:.0f} / {t['max']}" if t["mean"] is not None else "n/a (no --tokenizer)"
@@ -130,11 +134,13 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
             f"{c['mean']:.0f} / {c['median']:.0f} / {c['p90']:.0f} / {c['max']}", tokens,
             *[f"{100 * s['prevalence'][b]:.1f} %" for b in BEHAVIOR_NAMES]]) + " |")
     split_table.append(f"\nProblems in both splits: {stats.get('problems_in_both_splits', 0)}.")
-    failure_table = ("| failure | rows |\n|---|---|" + "".join(f"\n| {k} | {v:,} |" for k, v in stats.get("failures", {}).items())
+    failure_table = ("| failure | rows |\n|---|---|"
+                     + "".join(f"\n| {k} | {v:,} |" for k, v in stats.get("failures", {}).items())
                      + "\n\nFailures: near_miss (the search budget ran out; the nearest result is answered), carry / "
                      "borrow / swapped_digits (one slipped equation, never approved by a check), number_used_twice, "
                      "number_left_out. Every other equation in a trace is true.")
-    diversity = ("Distinct word 4-grams over all 4-grams (numbers masked), per narrator voice:\n\n| voice | rate |\n|---|---|"
+    diversity = ("Distinct word 4-grams over all 4-grams (numbers masked), per narrator voice:\n\n"
+                 "| voice | rate |\n|---|---|"
                  + "".join(f"\n| {k} | {v:.3f} |" for k, v in stats.get("distinct_4gram_rate", {}).items()
                            if v is not None))
     writer_description = {
@@ -146,11 +152,12 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                           "switched on and the others off.")
     if config.writer == "llm" and config.variant != "empty_cot":
         writer_description = (
-            f"the teacher model `{(config.llm or {}).get('model')}` wrote each trace under a system prompt asking for the "
-            "chosen behaviors and forbidding the others; replies without a readable `<think>`/`<answer>`, or whose answer "
-            f"was not {'correct' if config.answers == 'correct' else 'a well-formed wrong expression'} by the Countdown "
-            "verifier, were refused. " + ("That trace's token count then set the length of filler that replaced it. "
-                                         if config.variant == "placeholder_cot" else ""))
+            f"the teacher model `{(config.llm or {}).get('model')}` wrote each trace under a system prompt asking for "
+            "the chosen behaviors and forbidding the others; replies without a readable `<think>`/`<answer>`, or whose "
+            f"answer was not {'correct' if config.answers == 'correct' else 'a well-formed wrong expression'} by the "
+            "Countdown verifier, were refused. "
+            + ("That trace's token count then set the length of filler that replaced it. "
+               if config.variant == "placeholder_cot" else ""))
     sections = [("Behavior check", acceptance), ("Splits", "\n".join(split_table)),
                 ("Incorrect answers by failure", failure_table), ("Prose diversity", diversity)]
     if "judge" in stats:
@@ -162,9 +169,10 @@ def write_priming_card(output: Path, config: PrimingConfig, classifier: str, res
                f"{config.number_range[1]} with targets in {config.target_range[0]}-{config.target_range[1]} were "
                f"generated solvable by construction (confirmed by an exhaustive solver); "
                f"{writer_description} Every trace was then classified with `{classifier}` and kept only when it showed "
-               f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}. Every row carries "
-               f"`format_score` {config.format_score:g} for the Countdown reward (the score of a well-formed wrong "
-               "equation; TinyZero's runs use 0.1), and one prompt, the TinyZero completion prompt, for SFT and RL.",
+               f"{', '.join(requested) or 'no behavior'} and none of {', '.join(forbidden) or 'nothing'}. Every row "
+               f"carries `format_score` {config.format_score:g} for the Countdown reward (the score of a well-formed "
+               "wrong equation; TinyZero's runs use 0.1), and one prompt, the TinyZero completion prompt, for SFT and "
+               "RL.",
         parameters=[(k, v) for k, v in vars(config).items()],
         command=priming_command(config, output, dedup, decontam, benchmarks_dir),
         sections=sections,

@@ -69,7 +69,8 @@ class PrimingConfig:
             raise PrimingError("--writer must be 'symbolic' or 'llm'")
         if self.writer == "llm":
             if not self.llm or not self.llm.get("model"):
-                raise PrimingError("the LLM trace writer (--writer llm) needs a teacher model: --model M (and --backend)")
+                raise PrimingError("the LLM trace writer (--writer llm) needs a teacher model: --model M (and "
+                                   "--backend)")
             try:
                 LLMOptions(**self.llm).validate()
             except (LLMWriterError, ValueError, TypeError) as error:
@@ -86,7 +87,8 @@ class PrimingConfig:
         for name in ("number_range", "target_range"):
             low, high = getattr(self, name)
             if low > high or (name == "number_range" and low < 1):
-                raise PrimingError(f"--{name.replace('_', '-')} must be LOW,HIGH with 1 <= LOW <= HIGH, got {low},{high}")
+                raise PrimingError(f"--{name.replace('_', '-')} must be LOW,HIGH with 1 <= LOW <= HIGH, "
+                                   f"got {low},{high}")
         try:
             check_format_score(self.format_score)
         except ValueError as error:
