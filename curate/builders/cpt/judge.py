@@ -10,10 +10,15 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.builders.cpt.common import CPTError
-from curate.builders.cpt.llm_jobs import DocumentJobOptions, ask_about_document, content_fingerprint, run_document_job
+from curate.builders.cpt.llm_jobs import (
+    ChunkWriter,
+    DocumentJobOptions,
+    ask_about_document,
+    content_fingerprint,
+    run_document_job,
+)
 from curate.classifiers.solution import (
     CUE_VERSION,
     JUDGES,
@@ -25,7 +30,6 @@ from curate.classifiers.solution import (
 from curate.files import atomic_open, atomic_path
 from curate.pipelines.executor_options import LOCAL, ExecutorOptions
 from curate.pipelines.llm.job import claim_job
-from curate.pipelines.steps import AtomicOutput
 
 
 @dataclass
@@ -76,18 +80,6 @@ async def solution_rollout(document, generate, prompt: SolutionPrompt, truncator
             "reason": judgement.reason, "raw": result.text, "finish_reason": result.finish_reason}
 
 
-class SolutionWriter(AtomicOutput, ParquetWriter):
-    """One parquet file per checkpoint chunk, written as NAME.partial and renamed when the chunk closes."""
-
-    name = "📒 is_solution verdicts"
-
-    def __init__(self, output_folder: str):
-        super().__init__(output_folder, output_filename="verdicts_${rank}_${chunk_index}.parquet",
-                         schema=SOLUTION_SCHEMA,
-                         adapter=lambda _w, d: {**d.metadata[SOLUTION_KEY][0], "id": d.id},
-                         use_content_defined_chunking=False, max_file_size=-1)
-
-
 def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudgeOptions,
                        executor: ExecutorOptions = LOCAL, progress: bool = True,
                        overwrite: bool = False) -> tuple[dict[str, dict], str]:
@@ -109,7 +101,7 @@ def run_solution_judge(pool_files: list[str], stage: Path, options: SolutionJudg
                                {"f": pool_files})
     raw = stage / "raw"
     run_document_job(stage, source, options, executor, step="is_solution", rollout_fn=solution_rollout,
-                     writer=SolutionWriter(str(raw)), metadata_key=SOLUTION_KEY,
+                     writer=ChunkWriter(str(raw), "📒 is_solution verdicts", "verdicts", SOLUTION_SCHEMA, SOLUTION_KEY),
                      arguments={"prompt": prompt, "max_answer_tokens": options.max_answer_tokens}, progress=progress)
     files = sorted(str(p) for p in raw.glob("verdicts_*.parquet"))
     rows = pq.read_table(files, schema=SOLUTION_SCHEMA).to_pylist() if files else []

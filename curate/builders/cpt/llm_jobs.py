@@ -1,6 +1,6 @@
 """What the two LLM jobs of cpt (the rewrite, the is_solution judge) share: their options over whole documents, one
-greedy request about one document, the job's run on the shared LLM-job wiring, and the fingerprint of the pool
-that decides whether an earlier run still applies."""
+greedy request about one document, the writer of their rows, the job's run on the shared LLM-job wiring, and the
+fingerprint of the pool that decides whether an earlier run still applies."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from functools import partial
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 from datatrove.pipeline.inference.servers.base import ServerError
 from datatrove.pipeline.inference.types import InferenceError
+from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.classifiers.llm import Truncator
 from curate.console import ProgressBar
@@ -22,7 +24,7 @@ from curate.pipelines.llm.job import LLMJobFolder, run_llm_job
 from curate.pipelines.llm.options import ServerOptions
 from curate.pipelines.llm.server import inference_config
 from curate.pipelines.readers import InputSpec, make_reader
-from curate.pipelines.steps import SplitRejects
+from curate.pipelines.steps import AtomicOutput, SplitRejects
 
 
 @dataclass(frozen=True)
@@ -70,15 +72,29 @@ async def ask_about_document(document, generate, truncator, messages,
     return result, truncated, None
 
 
+class ChunkWriter(AtomicOutput, ParquetWriter):
+    """The output of a cpt LLM job: one parquet file per checkpoint chunk (PREFIX_RANK_CHUNK.parquet), written as
+    NAME.partial and renamed when the chunk closes, a row per document (its rollout's row under `metadata_key`, and
+    its id)."""
+
+    def __init__(self, output_folder: str, name: str, prefix: str, schema: pa.Schema, metadata_key: str):
+        self.name = name  # before the step's stats are named after it
+        self.metadata_key = metadata_key
+        super().__init__(output_folder, output_filename=f"{prefix}_${{rank}}_${{chunk_index}}.parquet", schema=schema,
+                         adapter=lambda _w, d: {**d.metadata[metadata_key][0], "id": d.id},
+                         use_content_defined_chunking=False, max_file_size=-1)
+
+
 def run_document_job(stage: Path, source: Path, options: DocumentJobOptions, executor: ExecutorOptions, *, step: str,
-                     rollout_fn, writer, metadata_key: str, arguments: dict, progress: bool) -> None:
+                     rollout_fn, writer: ChunkWriter, arguments: dict, progress: bool) -> None:
     """One LLM job of cpt (`step`: rewrite, is_solution) over the documents in `source`, into `stage`, on
     `executor` (its tasks, workers and GPUs per task): InferenceRunner on the shared server config, rejects split off,
     checkpoints and logs in the stage; each rollout gets `arguments` (see _document_job_context)."""
     folder = LLMJobFolder(stage, hidden=False)
     run_llm_job(
         folder, [make_reader(InputSpec(str(source.parent))), SplitRejects(str(stage / "rejects"))],
-        rollout_fn=rollout_fn, writer=writer, metadata_key=metadata_key, records_per_chunk=options.records_per_chunk,
+        rollout_fn=rollout_fn, writer=writer, metadata_key=writer.metadata_key,
+        records_per_chunk=options.records_per_chunk,
         config=inference_config(options, folder.server_logs, executor.gpus_per_task,
                                 context_tokens=options.context_tokens()),
         shared_context=partial(_document_job_context, step, options.tokenizer or options.model, options.max_doc_tokens,

@@ -16,10 +16,15 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from curate.builders.cpt.common import VARIANTS, CPTError, load_tokenizer, parse_token_count
-from curate.builders.cpt.llm_jobs import DocumentJobOptions, ask_about_document, content_fingerprint, run_document_job
+from curate.builders.cpt.llm_jobs import (
+    ChunkWriter,
+    DocumentJobOptions,
+    ask_about_document,
+    content_fingerprint,
+    run_document_job,
+)
 from curate.builders.cpt.matching import Candidate, match_pools
 from curate.builders.jobs import CPTJob
 from curate.classifiers.llm import read_prompt_files
@@ -27,7 +32,6 @@ from curate.files import atomic_open, atomic_path
 from curate.pipelines.executor_options import ExecutorOptions
 from curate.pipelines.llm.job import claim_job
 from curate.pipelines.state import STATE
-from curate.pipelines.steps import AtomicOutput
 
 PROMPTS_DIR = Path(__file__).parents[1] / "prompts" / "rewrite_v1"
 
@@ -156,18 +160,6 @@ async def rewrite_rollout(document, generate, prompts: RewritePrompts, truncator
     except RewriteParseError as error:
         row["error"] = f"parse: {error}"
     return row
-
-
-class RewriteWriter(AtomicOutput, ParquetWriter):
-    """One parquet file per checkpoint chunk, written as NAME.partial and renamed when the chunk closes."""
-
-    name = "📒 Rewrites"
-
-    def __init__(self, output_folder: str):
-        super().__init__(output_folder, output_filename="rewrites_${rank}_${chunk_index}.parquet",
-                         schema=REWRITE_SCHEMA,
-                         adapter=lambda _w, d: {**d.metadata[REWRITE_KEY][0], "id": d.id},
-                         use_content_defined_chunking=False, max_file_size=-1)
 
 
 @dataclass
@@ -339,7 +331,7 @@ def _rewrite_round(stage: Path, ids: dict[str, list[str]], pool_files: list[str]
                                {"f": pool_files})
     raw = stage / "raw"
     run_document_job(stage, source, options, executor, step="rewrite", rollout_fn=rewrite_rollout,
-                     writer=RewriteWriter(str(raw)), metadata_key=REWRITE_KEY,
+                     writer=ChunkWriter(str(raw), "📒 Rewrites", "rewrites", REWRITE_SCHEMA, REWRITE_KEY),
                      arguments={"prompts": prompts, "max_new_tokens": options.max_new_tokens}, progress=progress)
     return sorted(str(p) for p in raw.glob("rewrites_*.parquet"))
 
@@ -350,9 +342,8 @@ def _write_rewrite(destination: Path, variant: str, files: list[str], tokenizer,
     the others with their reason and raw output in rejects/rewrite.jsonl; the counts go into `result`."""
     schema = pa.schema([("id", pa.string()), ("question", pa.string()), ("thoughts", pa.string()),
                         ("answer", pa.string()), ("completion", pa.string()), ("text", pa.string()),
-                        ("n_tokens", pa.int64()),
-                        ("source_variant", pa.string()), ("model", pa.string()), ("prompt_version", pa.string()),
-                        ("truncated_source", pa.bool_())])
+                        ("n_tokens", pa.int64()), ("source_variant", pa.string()), ("model", pa.string()),
+                        ("prompt_version", pa.string()), ("truncated_source", pa.bool_())])
     for folder in ("data", "rejects"):
         shutil.rmtree(destination / folder, ignore_errors=True)
         (destination / folder).mkdir(parents=True)
