@@ -140,8 +140,8 @@ class McqaJob:
     inputs: list[str] = option("File, directory, glob or hf:NAME[:SPLIT]; repeatable.", "--input", "-i")
     output: Path = option("Dataset directory (data/, rejects/, README.md).", "--output", "-o", panel=OUTPUT_PANEL)
     format: str = option("auto | aqua | mmlu_csv | jsonl | arc | alpaca", "--format", default="auto")
-    workers: int = option("Processes checking answers with math-verify.", default=1)
-    limit: int = option("Read at most this many records per input (-1: all).", default=-1)
+    workers: int = option("Processes checking answers with math-verify.", default=1, min=1)
+    limit: int = option("Read at most this many records per input (-1: all).", default=-1, min=-1)
     reformulate: bool = option("LLM rewrite of each kept stem plus an LLM judge (Big-Math); needs --model.",
                                "--reformulate", default=False)
     model: str | None = option("--reformulate: the model (hub name or local dir).", default=None)

@@ -18,6 +18,7 @@ BuildParameters = job_model(
     base=InputParameters,
     check=build_selection,
     exclude=("overwrite",),  # the flow's own argument, as it was before the job
+    # The flow's output is required: the command's default (datasets/BEHAVIORS) is relative to where it runs.
     output=(str, Field(min_length=1, description="Dataset directory.")),
 )
 

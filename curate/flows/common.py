@@ -90,10 +90,12 @@ class OptionsParameters(BaseModel):
         return self.options_class(**self.model_dump())
 
 
-def bounded(f: dataclasses.Field, default) -> Any:
-    """The pydantic Field of an offered option: its default, help and command-line bounds (min -> ge, max -> le)."""
+def bounded(f: dataclasses.Field, default, named: bool = False) -> Any:
+    """The pydantic Field of an offered option: its default, help and command-line bounds (min -> ge, max -> le);
+    `named`: a path, or a required name, must not be empty."""
     bounds = f.metadata.get("bounds", {})
-    return Field(default, description=f.metadata.get("help"), ge=bounds.get("min"), le=bounds.get("max"))
+    return Field(default, description=f.metadata.get("help"), ge=bounds.get("min"), le=bounds.get("max"),
+                 min_length=1 if named else None)
 
 
 def option_fields(config_class: type, exclude: tuple[str, ...] = ()) -> dict:
@@ -252,9 +254,13 @@ def job_model(job_class: type, doc: str, module: str, base: type[BaseModel] = Ba
         elif kind:
             fields[name] = (parameters, default)
         else:
-            # A path is a string, as deployments give it and the flows hand it on (a Path would not be a str field).
+            # A path is a string, as deployments give it and the flows hand it on (a Path would not be a str field);
+            # a path, and a required name or list of them, is not empty.
             kind_of = {Path: str, Path | None: str | None}.get(types[name], types[name])
-            fields[name] = (kind_of, bounded(f, ... if default is dataclasses.MISSING else default))
+            required = default is dataclasses.MISSING
+            named = types[name] is Path or (required and kind_of in (str, list[str]))
+            fields[name] = (kind_of, bounded(f, ... if required else str(default) if isinstance(default, Path)
+                                             else default, named))
     name = job_class.__name__.removesuffix("Job") + "Parameters"
     bases = (JobParameters,) if base is BaseModel else (JobParameters, base)
     model = create_model(name, __base__=bases, __module__=module, __doc__=doc, **fields)

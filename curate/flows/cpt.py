@@ -57,7 +57,6 @@ CPTParameters = job_model(
     base=TaggedCorpus,
     check=cpt_options,
     exclude=("overwrite",),  # the flow's own argument
-    output=(str, Field(min_length=1, description="Output folder: enriched/, minimized/, exports/.")),
     # The bounds the flow had before the job (the command's option has none; its --help stays as it was).
     tolerance=(float, Field(0.01, gt=0, lt=0.5, description="Allowed relative gap of each token total to the budget.")),
 )

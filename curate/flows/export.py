@@ -20,10 +20,7 @@ ExportParameters = job_model(
     __name__,
     check=check_export,
     exclude=("overwrite",),  # the flow's own argument, as it was before the job
-    dataset=(str, Field(min_length=1, description="Built dataset (DATASET/data/<split>-*.parquet) or parquet "
-                                                  "file/folder.")),
     to=(Annotated[str, one_of("target", TARGETS)], Field(description="verl | trl | openrlhf | sft | cpt")),
-    output=(str, Field(min_length=1, description="Export directory.")),
 )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from curate.builders.jobs import McqaJob
 from curate.builders.mcqa import check_mcqa, input_files, mcqa
@@ -33,11 +33,6 @@ McqaParameters = job_model(
     base=McqaInputs,
     check=check_mcqa,
     exclude=("overwrite",),  # the flow's own argument
-    inputs=(list[str], Field(min_length=1, description="Files, directories, globs or hf:NAME[:SPLIT].")),
-    output=(str, Field(min_length=1, description="Dataset directory (data/, rejects/, README.md).")),
-    # The bounds the flow had before the job (the command's options have none; their --help stays as it was).
-    workers=(int, Field(1, ge=1, description="Processes checking answers with math-verify.")),
-    limit=(int, Field(-1, ge=-1, description="Read at most this many records per input (-1: all).")),
 )
 
 

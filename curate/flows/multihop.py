@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import Field
 
 from curate.builders.jobs import MultihopJob
 from curate.builders.multihop import check_hops, multihop, source_spec
@@ -28,8 +27,6 @@ MultihopParameters = job_model(
     base=SourceProblems,
     check=check_hops,
     exclude=("overwrite",),  # the flow's own argument
-    input=(str, Field(min_length=1, description="jsonl/parquet file, directory, glob, or 'hf:ORG/NAME'.")),
-    output=(str, Field(min_length=1, description="Dataset directory.")),
 )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import Field
 
 from curate.builders.jobs import PrimingJob
 from curate.builders.priming import build_priming_set, priming_sets, resolve_preset
@@ -19,8 +18,6 @@ PrimingJobParameters = job_model(
     __name__,
     check=priming_sets,
     exclude=("overwrite",),  # the flow's own argument
-    variant=(str, Field(min_length=1, description="A variant, a comma list (each into OUTPUT/VARIANT), or 'all'.")),
-    output=(str, Field(min_length=1, description="Dataset directory (the parent of one per variant when several).")),
 )
 
 

@@ -10,7 +10,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import Field
 
 from curate.flows.common import cache_key, job_model
 from curate.handoff.jobs import PublishJob
@@ -24,7 +23,6 @@ PublishParameters = job_model(
     """The options of `curate publish`, generated from its PublishJob.""",
     __name__,
     check=check_publish,
-    directory=(str, Field(min_length=1, description="A built dataset: data files + README.md card.")),
 )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from pydantic import Field
 
 from curate.flows.common import InputParameters, cache_key, job_model, job_task, submission_summary
 from curate.pipelines.executors import JobSubmitted
@@ -21,8 +20,6 @@ TagParameters = job_model(
     __name__,
     base=InputParameters,
     check=llm_options,
-    output=(str, Field("tags", min_length=1, description="Tags root; shards go to OUTPUT/<classifier>/.")),
-    limit=(int, Field(-1, ge=-1, description="Read at most this many documents per task (-1: all).")),
 )
 
 

@@ -57,7 +57,7 @@ class TagJob:
     classifier: str = shared("classifier")
     batch_size: int = option("Documents per classifier call.", default=64, min=1)
     verify_inputs: bool = shared("verify_inputs")
-    limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
+    limit: int = option("Read at most this many documents per task (-1: all).", default=-1, min=-1)
     model: str | None = option("--classifier llm/cascade: the model (hub name or local dir); its server: the Model "
                                "server options.", default=None)
     mode: str = option("--classifier llm: per-behavior or joint.", default="per-behavior")
@@ -93,7 +93,7 @@ class TagLLMJob:
                                            min=1)
     records_per_chunk: int = option("Documents per checkpoint chunk (a killed run resumes from the last one).",
                                     default=DEFAULT_RECORDS_PER_CHUNK, min=1)
-    limit: int = option("Read at most this many documents per task (-1: all).", default=-1)
+    limit: int = option("Read at most this many documents per task (-1: all).", default=-1, min=-1)
     chat_template_kwargs: str | None = option(
         "JSON object for the model's chat template, e.g. '{\"enable_thinking\": false}' (default: per model family; "
         "Qwen3 gets thinking off, others {}).", default=None)

@@ -51,7 +51,6 @@ class JudgeError(CurateError, ValueError):
 class JudgeOptions(ServerOptions):
     """Which model judges and where it runs (ServerOptions), and its answer budget (four counts as JSON)."""
 
-    tp: int | None = 1
     max_tokens: int = 96
 
     def validate(self, gpus_per_task: int = 0) -> None:
