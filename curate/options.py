@@ -38,6 +38,8 @@ OUTPUT_PANEL = "Output"
 DEFAULT_MAX_DOC_TOKENS = 3072  # model tokens a document is cut to before an LLM reads it (tagging, the cpt rewrite)
 TAG_REQUEST_TIMEOUT = 300.0  # seconds per LLM tagging request (one document, short answers) before it is retried
 DEFAULT_RECORDS_PER_CHUNK = 500  # documents per checkpoint chunk of an LLM job
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the bundled sentence embedder of distilled heads (offline)
+DEFAULT_MAX_CHUNKS = 8  # token windows embedded per long document by distilled heads
 
 # Help shared by the options that several jobs have.
 CLASSIFIER_HELP = "Registered classifier ('cues' = newest cues_vN, or a versioned name)."

@@ -32,9 +32,9 @@ from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers.base import Classifier, register
 from curate.classifiers.spans import labels_from_units, units
 from curate.errors import CurateError
+from curate.options import DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CHUNKS
 from curate.schema import Labels
 
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 METADATA = "distilled.json"
 HEADS = "heads.npz"
 FORMAT_VERSION = 1
@@ -46,7 +46,6 @@ HEAD_KINDS = ("logistic", "mlp")
 # directory instead of scoring whole documents with heads trained on sentences.
 SENTENCE_FORMAT_VERSION = 3
 LEVELS = ("document", "sentence")
-DEFAULT_MAX_CHUNKS = 8
 
 
 class DistilledModelError(CurateError, ValueError):

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.options import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MAX_CHUNKS,
     DEFAULT_MAX_DOC_TOKENS,
     DEFAULT_RECORDS_PER_CHUNK,
     EXECUTOR,
@@ -179,11 +181,10 @@ class DistillJob:
     labels: Path = option("Attribute shards to learn from (e.g. tags/cues_ngram_v1 or tags/llm_v1).")
     output: Path = option("New model directory (heads, thresholds, metrics, PR plot).", "--output", "-o",
                           panel=OUTPUT_PANEL)
-    # The defaults of curate.classifiers.distilled (DEFAULT_EMBEDDING_MODEL, DEFAULT_MAX_CHUNKS), written out: that
-    # module imports numpy and pyarrow, which --help must not wait for (tests/cli/test_tag_jobs.py compares them).
     embedding_model: str = option("SentenceTransformer path or name; the default is bundled (offline).",
-                                  default="all-MiniLM-L6-v2")
-    max_chunks: int = option("Token windows embedded per long document, spread over it.", default=8, min=1)
+                                  default=DEFAULT_EMBEDDING_MODEL)
+    max_chunks: int = option("Token windows embedded per long document, spread over it.", default=DEFAULT_MAX_CHUNKS,
+                             min=1)
     validation: float = option("Share of documents for choosing thresholds.", default=0.15, min=0.05, max=0.45)
     test: float = option("Share of documents held out for the report.", default=0.15, min=0.05, max=0.45)
     min_positives: int = option("Fewer positive (or negative) training labels: no head, and a warning.", default=5,
