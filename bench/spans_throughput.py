@@ -1,17 +1,19 @@
-"""Speed and macro F1 of `spans_v1` beside today's default (`cues` = cues_ngram_v1) and a fastText peer (issue 36).
+"""Speed and macro F1 of `spans_v1` and `spans_v2` beside today's default (`cues` = cues_ngram_v1) and a fastText
+peer (issue 36).
 
     python bench/spans_throughput.py [--mb 5] [--rounds 3] [--cpu 0] [--no-write]
 
-The three run as datatrove pipeline steps over the same `Document` objects, as a datatrove user pays for them:
-curate's `TagDocuments` step for spans_v1 and cues_ngram_v1, and datatrove's own `FastTextClassifierFilter` for a
-fastText model trained here, on the spot, on exactly the labeled texts spans_v1 was trained on (the digests in
-its model.json), one multi-label model (one-vs-all loss: an independent probability per behavior, present at
->= 0.5). The corpus is the texts of the test rounds (blindset18, blindset19: trained on by none of the three),
-shuffled and repeated to --mb megabytes, plus the longest Sky-T1 trace of ../shared/data/longcot_skythought. One
-process, pinned to one core with every BLAS/OpenMP pool at one thread; the steps alternate in rounds (A B C A B C
-...), each round building its step afresh (model load included, as in one datatrove task), and the table gives
-the median round: documents and megabytes per second of the process's CPU time (= per core), and wall time.
-Macro F1 is scikit-learn's F1 (not the project's own) of each step's decisions on the test rounds' texts.
+The four run as datatrove pipeline steps over the same `Document` objects, as a datatrove user pays for them:
+curate's `TagDocuments` step for spans_v1, spans_v2 and cues_ngram_v1, and datatrove's own
+`FastTextClassifierFilter` for a fastText model trained here, on the spot, on exactly the labeled texts spans_v1
+was trained on (the digests in its model.json), one multi-label model (one-vs-all loss: an independent probability
+per behavior, present at >= 0.5). The corpus is the texts of the test rounds (blindset18, blindset19: trained on by
+none of them), shuffled and repeated to --mb megabytes, plus the longest Sky-T1 trace of
+../shared/data/longcot_skythought. One process, pinned to one core with every BLAS/OpenMP pool at one thread; the
+steps alternate in rounds (A B C D A B C D ...), each round building its step afresh (model load included, as in one
+datatrove task), and the table gives the median round: documents and megabytes per second of the process's CPU time
+(= per core), and wall time. Macro F1 is scikit-learn's F1 (not the project's own) of each step's decisions on the
+test rounds' texts.
 The table is printed and written to docs/benchmarks.md, section "Classifier speed".
 """
 
@@ -24,14 +26,14 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", 
     os.environ[_variable] = "1"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -144,15 +146,15 @@ def table(results: dict, corpus: list[str], args, device: str) -> str:
     default_rate = statistics.median(len(corpus) / c for c in results["cues_ngram_v1"]["cpu"])
     lines = [
         SECTION, "",
-        f"`python bench/spans_throughput.py --mb {args.mb:g} --rounds {args.rounds}` ({time.strftime('%Y-%m-%d')}, "
+        (f"`python bench/spans_throughput.py --mb {args.mb:g} --rounds {args.rounds}` ({time.strftime('%Y-%m-%d')}, "
         f"{device}). Corpus: the {results['test_texts']} texts of rounds 18 and 19 shuffled and repeated, plus the "
         f"longest Sky-T1 trace ({results['long_trace_chars']:,} characters): {len(corpus):,} documents, "
-        f"{megabytes:.2f} MB. One process pinned to one core, one thread per pool; the three datatrove steps "
+        f"{megabytes:.2f} MB. One process pinned to one core, one thread per pool; the datatrove steps "
         f"alternate over the same documents, {args.rounds} rounds, median round shown (min-max of docs/s/core in "
         "brackets). Per core = per second of the process's CPU time. Macro F1: scikit-learn's, on each test round's "
-        "texts; no classifier here was trained on them.", "",
-        "| classifier (datatrove step) | docs/s/core | MB/s/core | wall docs/s | vs cues_ngram_v1 | macro F1 round 18 "
-        "| macro F1 round 19 | macro F1 both |",
+        "texts; no classifier here was trained on them."), "",
+        ("| classifier (datatrove step) | docs/s/core | MB/s/core | wall docs/s | vs cues_ngram_v1 | macro F1 round 18 "
+        "| macro F1 round 19 | macro F1 both |"),
         "|---|---|---|---|---|---|---|---|",
     ]
     for name in STEP_NAMES:
@@ -175,8 +177,9 @@ def table(results: dict, corpus: list[str], args, device: str) -> str:
     return "\n".join(lines)
 
 
-STEP_NAMES = ("spans_v1", "cues_ngram_v1", "fastText")
-STEP_LABELS = {"spans_v1": "`spans_v1` (TagDocuments)", "cues_ngram_v1": "`cues` = cues_ngram_v1 (TagDocuments)",
+STEP_NAMES = ("spans_v1", "spans_v2", "cues_ngram_v1", "fastText")
+STEP_LABELS = {"spans_v1": "`spans_v1` (TagDocuments)", "spans_v2": "`spans_v2` (TagDocuments)",
+               "cues_ngram_v1": "`cues` = cues_ngram_v1 (TagDocuments)",
                "fastText": "fastText (datatrove FastTextClassifierFilter)"}
 
 
