@@ -10,9 +10,10 @@ import re
 import pytest
 
 from curate.classifiers.base import get_classifier, registered_names
+from curate.classifiers.cue_patterns import last_visible_class
 from curate.classifiers.cue_rules import read_version
 from curate.classifiers.cues import CHUNK_CHARS, Cue, CueClassifier
-from curate.classifiers.prefilter import Prefilter, last_visible_class
+from curate.classifiers.prefilter import Prefilter
 from tests.support.real_mix import write_real_mix
 from tests.support.shared import SHARED_DATA
 
