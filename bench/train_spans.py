@@ -1,4 +1,5 @@
-"""Train `spans_v1` and measure it leaving one genre out, beside `cues_ngram_v1` trained on the same folds.
+"""Train the span classifiers (`spans_v1`, `spans_v2`) and measure them leaving one genre out, beside `cues_ngram_v1`
+trained on the same folds.
 
     python bench/train_spans.py                 # leave-one-group-out tables (docs/spans.md)
     python bench/train_spans.py --spans-only    # the same without the cues_ngram_v1 recipe
@@ -7,8 +8,8 @@
     python bench/train_spans.py --test          # score the span versions and cues_ngram_v1 on rounds 18 and 19 (once)
 
 Every labeled text of evals/ (dev, held-out, blind rounds, precision reads) is used, grouped by genre
-(evals/spans/draw.py's GENRES; Countdown by the style its writer was asked for). For each group, both models are trained on the other genres only, after dropping
-every training text that shares a word 8-gram with a test text (a near-duplicate check: a figure for "unseen"
+(evals/spans/draw.py's GENRES; Countdown by the style its writer was asked for). For each group, both models are
+trained on the other genres only, after dropping every training text that shares a word 8-gram with a test text (a near-duplicate check: a figure for "unseen"
 must not score a text the model saw), and scored on the held-out genre: document F1 per behavior with a 95 %
 bootstrap interval. Where the span read (evals/spans/labels.jsonl) covers a text, its units are labeled by the
 readers' spans; elsewhere a text labeled without a behavior gives negative units, and a text labeled with it gives
