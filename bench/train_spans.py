@@ -9,14 +9,14 @@ trained on the same folds.
 
 Every labeled text of evals/ (dev, held-out, blind rounds, precision reads) is used, grouped by genre
 (evals/spans/draw.py's GENRES; Countdown by the style its writer was asked for). For each group, both models are
-trained on the other genres only, after dropping every training text that shares a word 8-gram with a test text
-(a near-duplicate check: a figure for "unseen" must not score a text the model saw), and scored on the held-out genre: document F1 per behavior with a 95 %
-bootstrap interval. Where the span read (evals/spans/labels.jsonl) covers a text, its units are labeled by the
-readers' spans; elsewhere a text labeled without a behavior gives negative units, and a text labeled with it gives
-its best-scoring unit under a first model as the positive one (multiple-instance learning), its other units left out.
-On the held-out span-read texts the predicted spans are compared with the readers' (overlap both ways, and the rank
-correlation of counts). The shipped model is trained on every labeled text except the test rounds 18 and 19 and
-every text sharing a word 8-gram with them.
+trained on the other genres only, after dropping every training text that shares a word 8-gram with a test text (a
+near-duplicate check: a figure for "unseen" must not score a text the model saw), and scored on the held-out genre:
+document F1 per behavior with a 95 % bootstrap interval. Where the span read (evals/spans/labels.jsonl) covers a
+text, its units are labeled by the readers' spans; elsewhere a text labeled without a behavior gives negative units,
+and a text labeled with it gives its best-scoring unit under a first model as the positive one (multiple-instance
+learning), its other units left out. On the held-out span-read texts the predicted spans are compared with the
+readers' (overlap both ways, and the rank correlation of counts). The shipped model is trained on every labeled text
+except the test rounds 18 and 19 and every text sharing a word 8-gram with them.
 """
 
 from __future__ import annotations
