@@ -15,7 +15,8 @@ from curate.builders.priming import (
     placeholder_text,
     run_priming,
 )
-from curate.builders.trace_templates import VARIANTS, TraceError, teacher_messages, write_trace
+from curate.builders.trace_phrases import VARIANTS
+from curate.builders.trace_templates import TraceError, teacher_messages, write_trace
 from curate.classifiers import get_classifier
 from curate.classifiers.base import Classifier, register
 from curate.hf_tokenizers import load_tokenizer

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.builders.priming import PrimingConfig, run_priming
-from curate.builders.trace_templates import VARIANTS
+from curate.builders.trace_phrases import VARIANTS
 
 ROWS = int(os.environ.get("CURATE_PRIMING_AUDIT_ROWS", "4"))
 ANSWER_MODES = ("correct", "incorrect", "any")

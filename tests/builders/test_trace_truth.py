@@ -13,7 +13,8 @@ from fractions import Fraction
 import pytest
 
 from curate.behaviors import Behavior
-from curate.builders.trace_templates import VARIANTS, TraceError, write_trace
+from curate.builders.trace_phrases import VARIANTS
+from curate.builders.trace_templates import TraceError, write_trace
 from curate.puzzles.countdown import generate_problem
 
 EXPR_CHARS = set("0123456789 +-*/()×÷−")

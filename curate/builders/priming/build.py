@@ -24,7 +24,8 @@ from curate.builders.priming.judge import JudgedTrace, JudgeOptions, judge_summa
 from curate.builders.priming.rows import ROW_SCHEMA, completion_text, problem_id, split_of, tinyzero_query
 from curate.builders.priming.stats import PrimingResult, dataset_stats
 from curate.builders.priming.traces import count_tokens, draft_trace, placeholder_text
-from curate.builders.trace_templates import VARIANTS, TraceError, countdown_question
+from curate.builders.trace_phrases import VARIANTS
+from curate.builders.trace_templates import TraceError, countdown_question
 from curate.classifiers import get_classifier
 from curate.files import write_text_atomic
 from curate.hf_tokenizers import load_tokenizer

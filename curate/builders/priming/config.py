@@ -12,7 +12,7 @@ from curate.behaviors import Behavior
 from curate.builders.jobs import PRIMING_CHECK, PrimingJob
 from curate.builders.llm_writers import LLMOptions, LLMWriterError
 from curate.builders.priming.judge import JudgeError, JudgeOptions
-from curate.builders.trace_templates import ANSWERS, VARIANTS
+from curate.builders.trace_phrases import ANSWERS, VARIANTS
 from curate.errors import CurateError
 from curate.rewards.registry import check_format_score
 

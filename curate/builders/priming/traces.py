@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 
 from curate.builders.priming.config import PrimingConfig, PrimingError
-from curate.builders.trace_templates import VARIANTS, write_trace
+from curate.builders.trace_phrases import VARIANTS
+from curate.builders.trace_templates import write_trace
 from curate.puzzles.countdown import Problem, wrong_expression
 
 EMPTY_THINK = " "
