@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -120,19 +121,24 @@ def unit_matrix(features: UnitFeatures, row: dict, extra: bool = False):
 
 
 def fit(rows: list[dict], features: UnitFeatures | None = None, balanced: bool = True,
-        extra: bool = False) -> SpanModel:
+        extra: bool = False, balance_by: str | None = None, stable: np.ndarray | None = None) -> SpanModel:
     """Two passes: units with known labels, then each positive text's best unit added as a positive. `balanced`
-    weighs the classes equally (the shipped recipe); `extra` adds the units' sentence embeddings as features."""
+    weighs the classes equally (the shipped recipe); `extra` adds the units' sentence embeddings as features;
+    `balance_by` ("group" or "genre") gives every group of `rows` the same total weight in each head
+    (`group_balanced`; "genre" counts the Countdown styles as one); `stable`,
+    (behaviors, vocabulary) booleans, is the n-grams each head may weigh (in the unit and beside it: the others keep
+    a weight of 0; dense features always stay)."""
     from scipy.sparse import vstack
     from sklearn.linear_model import LogisticRegression
 
     features = features or fit_vocabulary(rows)
     matrices = [unit_matrix(features, r, extra) if r["units"] else None for r in rows]
+    size = len(features.ngrams.vocabulary)
     model = None
     for attempt in range(2):
         coefficients, intercepts = [], []
         for k, behavior in enumerate(BEHAVIOR_NAMES):
-            blocks, gold, weights = [], [], []
+            blocks, gold, weights, groups = [], [], [], []
             for r, m in zip(rows, matrices):
                 if m is None:
                     continue
@@ -142,19 +148,31 @@ def fit(rows: list[dict], features: UnitFeatures | None = None, balanced: bool =
                         blocks.append(m)
                         gold += [1] * m.shape[0]
                         weights += [1 / m.shape[0]] * m.shape[0]
+                        groups += [r["group"]] * m.shape[0]
                     else:
                         blocks.append(m[int(np.argmax(m @ model.coefficients[k] + model.intercepts[k]))])
                         gold.append(1)
                         weights.append(1.0)
+                        groups.append(r["group"])
                     continue
                 keep = [i for i, label in enumerate(labels) if label is not None]
                 blocks.append(m[keep])
                 gold += [labels[i] for i in keep]
                 weights += [1.0] * len(keep)
+                groups += [r["group"]] * len(keep)
+            matrix, weights = vstack(blocks).tocsr(), np.array(weights)
+            if balance_by:
+                weights = group_balanced(weights, [balanced_group(g, balance_by) for g in groups])
+            width, columns = matrix.shape[1], np.arange(matrix.shape[1])
+            if stable is not None:
+                kept = np.nonzero(stable[k])[0]
+                columns = np.concatenate([kept, kept + size, np.arange(2 * size, width)])
+                matrix = matrix[:, columns]
             head = LogisticRegression(C=REGULARIZATION, class_weight="balanced" if balanced else None,
-                                      solver="liblinear").fit(
-                vstack(blocks).tocsr(), gold, sample_weight=np.array(weights))
-            coefficients.append(head.coef_[0])
+                                      solver="liblinear").fit(matrix, gold, sample_weight=weights)
+            coefficient = np.zeros(width)
+            coefficient[columns] = head.coef_[0]
+            coefficients.append(coefficient)
             intercepts.append(head.intercept_[0])
         model = SpanModel(features, np.vstack(coefficients), np.array(intercepts),
                           np.full(len(BEHAVIOR_NAMES), THRESHOLD), {})
@@ -369,10 +387,102 @@ def fit_stack(features: np.ndarray, rows: list[dict]) -> list:
             for k, b in enumerate(BEHAVIOR_NAMES)]
 
 
-def document_head(rows: list[dict]) -> NgramModel:
-    """cues_ngram_v1's recipe trained on `rows`."""
-    return train([r["text"] for r in rows], np.array([r["cue_counts"] for r in rows]),
-                 {b: [r["item"]["labels"][b] for r in rows] for b in BEHAVIOR_NAMES}, NGRAM.cues, {})
+# Domain generalization (issue 36): cues_ngram's train() settings for the document head refitted with group weights or
+# stable columns; a column "occurs" in a group where at least this many of its training texts hold it.
+DOCUMENT_MIN_DF, DOCUMENT_REGULARIZATION = 5, 4.0
+STABLE_OCCURRENCE = 3
+
+
+def document_head(rows: list[dict], balance_by: str | None = None, columns: str = "all") -> NgramModel:
+    """cues_ngram_v1's recipe trained on `rows`; `balance_by` and `columns` as in `generalizing_heads`."""
+    from sklearn.linear_model import LogisticRegression
+
+    texts, counts = [r["text"] for r in rows], np.array([r["cue_counts"] for r in rows])
+    gold = {b: [r["item"]["labels"][b] for r in rows] for b in BEHAVIOR_NAMES}
+    if not balance_by and columns == "all":
+        return train(texts, counts, gold, NGRAM.cues, {})
+    features = NgramFeatures.fit(texts, min_df=DOCUMENT_MIN_DF)
+    matrix = features.matrix(texts, counts)
+    size = len(features.vocabulary)
+    weights = (group_balanced(np.ones(len(rows)), [balanced_group(r["group"], balance_by) for r in rows])
+               if balance_by else None)
+    stable = kept_columns(features.ngram_matrix(texts), rows, columns)
+    coefficients, intercepts = np.zeros((len(BEHAVIOR_NAMES), matrix.shape[1])), np.zeros(len(BEHAVIOR_NAMES))
+    for k, behavior in enumerate(BEHAVIOR_NAMES):
+        columns = np.arange(matrix.shape[1])
+        if stable is not None:
+            columns = np.concatenate([np.nonzero(stable[k])[0], np.arange(size, matrix.shape[1])])
+        head = LogisticRegression(C=DOCUMENT_REGULARIZATION, max_iter=3000, class_weight="balanced").fit(
+            matrix[:, columns], gold[behavior], sample_weight=weights)
+        coefficients[k, columns], intercepts[k] = head.coef_[0], head.intercept_[0]
+    return NgramModel(features, coefficients, intercepts, NGRAM.cues, {})
+
+
+def group_balanced(weights: np.ndarray, groups: Sequence[str]) -> np.ndarray:
+    """`weights` rescaled so that every group carries the same total weight, their sum unchanged (the strength of
+    the regularization against the data stays what it was)."""
+    groups = np.asarray(groups)
+    names = np.unique(groups)
+    out = np.asarray(weights, float).copy()
+    share = out.sum() / len(names)
+    for name in names:
+        out[groups == name] *= share / out[groups == name].sum()
+    return out
+
+
+def balanced_group(group: str, balance_by: str) -> str:
+    """The group a text's weight is balanced within: its fold group, or with "genre" its genre (the Countdown styles
+    together)."""
+    return group.split("/")[0] if balance_by == "genre" else group
+
+
+def kept_columns(presence, rows: list[dict], rule: str) -> np.ndarray | None:
+    """(behaviors, columns) booleans of the n-gram columns a head may weigh under `rule`: "all" (None), "stableK"
+    (`stable_columns` in K groups) or "unspecific" (`unspecific_columns`)."""
+    if rule == "all":
+        return None
+    if rule == "unspecific":
+        return np.tile(unspecific_columns(presence, rows), (len(BEHAVIOR_NAMES), 1))
+    return stable_columns(presence, rows, int(rule.removeprefix("stable")))
+
+
+def unspecific_columns(presence, rows: list[dict]) -> np.ndarray:
+    """(columns,) booleans: the n-grams that do not name their group, i.e. whose rate (the share of a group's texts
+    holding it) in any one training group is at most half the sum of their rates over all training groups."""
+    presence = (presence > 0).astype(np.float64).tocsr()
+    groups = np.array([r["group"] for r in rows])
+    rates = np.vstack([np.asarray(presence[groups == g].sum(axis=0)).ravel() / np.sum(groups == g)
+                       for g in np.unique(groups)])
+    return rates.max(axis=0) <= 0.5 * rates.sum(axis=0)
+
+
+def stable_columns(presence, rows: list[dict], agreeing: int) -> np.ndarray:
+    """(behaviors, columns) booleans: the n-gram columns of `presence` (texts x columns, nonzero where a text holds
+    the n-gram) whose effect on a behavior has the same sign in at least `agreeing` training groups, and in more
+    groups than the opposite sign. The effect in a group is the smoothed log odds ratio of the n-gram between the
+    group's texts labeled with and without the behavior, counted where STABLE_OCCURRENCE of its texts hold it and the
+    group has texts of both labels; an n-gram seen in one group only is never kept."""
+    presence = (presence > 0).astype(np.float64).tocsr()
+    groups = np.array([r["group"] for r in rows])
+    gold = np.array([[r["item"]["labels"][b] for b in BEHAVIOR_NAMES] for r in rows], bool)
+    plus = np.zeros((len(BEHAVIOR_NAMES), presence.shape[1]))
+    minus = np.zeros_like(plus)
+    for group in np.unique(groups):
+        inside = np.nonzero(groups == group)[0]
+        held = presence[inside]
+        occurs = np.asarray(held.sum(axis=0)).ravel() >= STABLE_OCCURRENCE
+        for k in range(len(BEHAVIOR_NAMES)):
+            positive = gold[inside, k]
+            n_positive, n_negative = positive.sum(), (~positive).sum()
+            if not n_positive or not n_negative:
+                continue
+            with_positive = np.asarray(held[positive].sum(axis=0)).ravel()
+            with_negative = np.asarray(held[~positive].sum(axis=0)).ravel()
+            effect = (np.log((with_positive + 0.5) / (n_positive - with_positive + 0.5))
+                      - np.log((with_negative + 0.5) / (n_negative - with_negative + 0.5)))
+            plus[k] += occurs & (effect > 0)
+            minus[k] += occurs & (effect < 0)
+    return (np.maximum(plus, minus) >= agreeing) & (plus != minus)
 
 
 def fold_scores(train_rows: list[dict], test_rows: list[dict], train_shingles: list[set[int]],
@@ -422,7 +532,36 @@ def fold_scores(train_rows: list[dict], test_rows: list[dict], train_shingles: l
     cached("base", shipped_recipe)
     if minilm:
         cached("minilm", embedded)
+    for name, (balance_by, columns) in GENERALIZING.items():
+        cached(name, partial(generalizing_heads, name, train_rows, test_rows, balance_by, columns))
     return scores
+
+
+# Domain-generalization recipes of all three sets of heads (unit, unbalanced evidence, document): name -> (what
+# carries the same total weight: each training "group", each "genre", or None: each text; which n-grams the heads may
+# weigh: "all", "stableK" (`stable_columns`), "unspecific" (`unspecific_columns`)).
+GENERALIZING = {"grouped": ("group", "all"), "stable2": (None, "stable2"), "stable3": (None, "stable3"),
+                "grouped+stable2": ("group", "stable2"), "genres": ("genre", "all"), "unspecific": (None, "unspecific")}
+
+
+def generalizing_heads(name: str, train_rows: list[dict], test_rows: list[dict], balance_by: str | None,
+                       columns: str) -> dict[str, list[np.ndarray]]:
+    """The held-out texts' scores under spans_v2's three sets of heads refitted on `train_rows` with group- or
+    genre-balanced weights (`group_balanced`) and/or only some n-grams (`kept_columns`, chosen from the training
+    texts alone): "unit NAME", "calibrated NAME", "document NAME"."""
+    features = fit_vocabulary(train_rows)
+    stable = None
+    if columns != "all":
+        stable = kept_columns(features.ngrams.ngram_matrix([r["text"] for r in train_rows]), train_rows, columns)
+        print(f"<!-- {name}: {stable.sum(axis=1).tolist()} of {stable.shape[1]} unit n-grams kept per behavior -->",
+              file=sys.stderr, flush=True)
+    unit = fit(train_rows, features, balance_by=balance_by, stable=stable)
+    calibrated = fit(train_rows, features, balanced=False, balance_by=balance_by, stable=stable)
+    head = document_head(train_rows, balance_by, columns)
+    return {f"unit {name}": [unit_scores(unit, r) for r in test_rows],
+            f"calibrated {name}": [unit_scores(calibrated, r) for r in test_rows],
+            f"document {name}": list(head.probabilities([r["text"] for r in test_rows],
+                                                        np.array([r["cue_counts"] for r in test_rows])))}
 
 
 def merged_runs(indices: Sequence[int], spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -479,17 +618,26 @@ VARIANTS = {
     "mean presence + merged runs confirmed by unbalanced heads": ("unit", "mean", "confirmed runs"),
     "MiniLM unit heads": ("minilm", "unit", "units"),
     "MiniLM unit heads + local maxima": ("minilm", "unit", "peaks"),
+    **{f"{label}: {presence_label}": (f"unit {recipe}", presence, "calibrated")
+       for recipe, label in (("grouped", "group-balanced weights"), ("stable2", "n-grams stable in 2 groups"),
+                             ("stable3", "n-grams stable in 3 groups"),
+                             ("grouped+stable2", "group-balanced + n-grams stable in 2 groups"),
+                             ("genres", "genre-balanced weights"), ("unspecific", "n-grams not specific to a group"))
+       for presence, presence_label in (("mean", "mean presence + unbalanced evidence"),
+                                        ("document", "document head"), ("unit", "best unit"))},
 }
 
 
 def presence_of(scores: dict[str, list[np.ndarray]], j: int, unit: str, presence: str) -> np.ndarray:
     best = scores[unit][j].max(axis=0) if len(scores[unit][j]) else np.zeros(len(BEHAVIOR_NAMES))
+    # A generalizing recipe's unit heads ("unit NAME") come with its own document and evidence heads.
+    document = scores[unit.replace("unit", "document", 1)][j] if " " in unit else scores["document"][j]
     if presence == "unit":
         return best >= THRESHOLD
     if presence == "document":
-        return scores["document"][j] >= THRESHOLD
+        return document >= THRESHOLD
     if presence == "mean":
-        return (best + scores["document"][j]) / 2 >= THRESHOLD
+        return (best + document) / 2 >= THRESHOLD
     return scores["stack"][j] >= THRESHOLD
 
 
@@ -517,7 +665,8 @@ def ablation(rows: list[dict], minilm: bool) -> None:
                     continue
                 for k, behavior in enumerate(BEHAVIOR_NAMES):
                     column = scores[unit][j][:, k] if len(r["units"]) else np.zeros(0)
-                    calibrated = scores["calibrated"][j][:, k] if len(r["units"]) else np.zeros(0)
+                    evidence = unit.replace("unit", "calibrated", 1) if " " in unit else "calibrated"
+                    calibrated = scores[evidence][j][:, k] if len(r["units"]) else np.zeros(0)
                     mine = evidence_of(r["units"], column, calibrated, bool(guess[j, k]), rule)
                     theirs = [(s["start"], s["end"]) for s in r["spans"] if s["behavior"] == behavior]
                     cell = pooled[name].setdefault(behavior, {"predicted": 0, "right": 0, "read": 0, "found": 0,
