@@ -63,6 +63,7 @@ BUILTIN: dict[str, str] = {
     "distilled_v1": "curate.classifiers.distilled",
     "spans_v1": "curate.classifiers.spans",
     "spans_v2": "curate.classifiers.spans_v2",
+    "spans_v3": "curate.classifiers.spans_v3",
 }
 
 
