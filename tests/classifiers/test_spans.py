@@ -105,7 +105,7 @@ def test_span_read_is_aligned_and_its_labels_follow_from_its_spans():
         assert row["labels"] == {b: int(any(s["behavior"] == b for s in row["spans"])) for b in BEHAVIOR_NAMES}
 
 
-@pytest.mark.parametrize("version", ["spans_v1", "spans_v2"])
+@pytest.mark.parametrize("version", ["spans_v1", "spans_v2", "spans_v3"])
 def test_no_test_round_text_overlaps_a_text_the_model_trained_on(shared_data, version):
     """The model's figures on rounds 18 and 19 read texts it never saw: no training text (by the digests model.json
     keeps) shares a word 8-gram with a test text, which catches near-duplicates as well as copies."""

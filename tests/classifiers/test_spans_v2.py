@@ -1,5 +1,6 @@
-"""spans_v2: presence from the mean of a document head and the best unit, instances as runs of units that the
-unbalanced evidence heads pick, and a label that follows from them."""
+"""spans_v2 and spans_v3 (the same decision over heads trained with genre-balanced weights): presence from the mean
+of a document head and the best unit, instances as runs of units that the unbalanced evidence heads pick, and a label
+that follows from them."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def spans_v2():
-    return get_classifier("spans_v2")
+@pytest.fixture(scope="module", params=["spans_v2", "spans_v3"])
+def spans_v2(request):
+    return get_classifier(request.param)
 
 
 def test_presence_is_the_mean_of_the_document_head_and_the_best_unit(spans_v2):
@@ -77,9 +78,9 @@ def test_one_decisive_sentence_in_a_long_trace_is_found(spans_v2):
 
 
 def test_the_three_sets_of_heads_were_trained_on_the_same_texts_without_the_test_rounds(spans_v2):
-    meta = json.loads((MODELS / "spans_v2" / "model.json").read_text())
-    document = json.loads((MODELS / "spans_v2" / "document" / "model.json").read_text())
+    meta = json.loads((MODELS / spans_v2.name / "model.json").read_text())
+    document = json.loads((MODELS / spans_v2.name / "document" / "model.json").read_text())
     assert not {"blindset18", "blindset19"} & set(meta["trained_on"]["sets"])
-    assert document["trained_on"] == {"texts": meta["trained_on"]["texts"], "same_texts_as": "spans_v2"}
+    assert document["trained_on"] == {"texts": meta["trained_on"]["texts"], "same_texts_as": spans_v2.name}
     assert spans_v2.heads.evidence.coefficients.shape == spans_v2.heads.units.coefficients.shape
     assert not np.allclose(spans_v2.heads.evidence.intercepts, spans_v2.heads.units.intercepts)
