@@ -1,10 +1,10 @@
-"""Train the span classifiers (`spans_v1`, `spans_v2`) and measure them leaving one genre out, beside `cues_ngram_v1`
-trained on the same folds.
+"""Train the span classifiers (`spans_v1`, `spans_v2`, `spans_v3`) and measure them leaving one genre out, beside
+`cues_ngram_v1` trained on the same folds.
 
     python bench/train_spans.py                 # leave-one-group-out tables (docs/spans.md)
     python bench/train_spans.py --spans-only    # the same without the cues_ngram_v1 recipe
-    python bench/train_spans.py --ablation [--minilm]   # the spans_v2 candidates, same folds (docs/spans.md)
-    python bench/train_spans.py --write spans_v2  # train on every labeled text and write models/spans_v2
+    python bench/train_spans.py --ablation [--minilm]   # the spans_v2/v3 candidates, same folds (docs/spans.md)
+    python bench/train_spans.py --write spans_v3  # train on every labeled text and write models/spans_v3
     python bench/train_spans.py --test          # score the span versions and cues_ngram_v1 on rounds 18 and 19 (once)
 
 Every labeled text of evals/ (dev, held-out, blind rounds, precision reads) is used, grouped by genre
