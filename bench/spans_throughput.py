@@ -1,16 +1,16 @@
-"""Speed and macro F1 of `spans_v1` and `spans_v2` beside today's default (`cues` = cues_ngram_v1) and a fastText
-peer (issue 36).
+"""Speed and macro F1 of `spans_v1`, `spans_v2` and `spans_v3` beside today's default (`cues` = cues_ngram_v1) and
+a fastText peer (issue 36).
 
     python bench/spans_throughput.py [--mb 5] [--rounds 3] [--cpu 0] [--no-write]
 
-The four run as datatrove pipeline steps over the same `Document` objects, as a datatrove user pays for them:
-curate's `TagDocuments` step for spans_v1, spans_v2 and cues_ngram_v1, and datatrove's own
+The five run as datatrove pipeline steps over the same `Document` objects, as a datatrove user pays for them:
+curate's `TagDocuments` step for spans_v1, spans_v2, spans_v3 and cues_ngram_v1, and datatrove's own
 `FastTextClassifierFilter` for a fastText model trained here, on the spot, on exactly the labeled texts spans_v1
 was trained on (the digests in its model.json), one multi-label model (one-vs-all loss: an independent probability
 per behavior, present at >= 0.5). The corpus is the texts of the test rounds (blindset18, blindset19: trained on by
 none of them), shuffled and repeated to --mb megabytes, plus the longest Sky-T1 trace of
 ../shared/data/longcot_skythought. One process, pinned to one core with every BLAS/OpenMP pool at one thread; the
-steps alternate in rounds (A B C D A B C D ...), each round building its step afresh (model load included, as in one
+steps alternate in rounds (A B C D E A B C D E ...), each round building its step afresh (model load included, as in one
 datatrove task), and the table gives the median round: documents and megabytes per second of the process's CPU time
 (= per core), and wall time. Macro F1 is scikit-learn's F1 (not the project's own) of each step's decisions on the
 test rounds' texts.
@@ -177,8 +177,9 @@ def table(results: dict, corpus: list[str], args, device: str) -> str:
     return "\n".join(lines)
 
 
-STEP_NAMES = ("spans_v1", "spans_v2", "cues_ngram_v1", "fastText")
+STEP_NAMES = ("spans_v1", "spans_v2", "spans_v3", "cues_ngram_v1", "fastText")
 STEP_LABELS = {"spans_v1": "`spans_v1` (TagDocuments)", "spans_v2": "`spans_v2` (TagDocuments)",
+               "spans_v3": "`spans_v3` (TagDocuments)",
                "cues_ngram_v1": "`cues` = cues_ngram_v1 (TagDocuments)",
                "fastText": "fastText (datatrove FastTextClassifierFilter)"}
 
