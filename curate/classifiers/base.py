@@ -81,6 +81,33 @@ def registered_names() -> list[str]:
     return sorted(set(_REGISTRY) | set(BUILTIN))
 
 
+# What each family is, for `curate classifiers`: read here rather than from the modules, which load models and spaCy.
+FAMILY_SUMMARY: dict[str, str] = {
+    "cues": "hand-written cue rules (spaCy); rules in classifiers/cue_rules/",
+    "cues_ngram": "logistic heads on n-grams and cue counts",
+    "spans": "decides sentence by sentence; evidence = those sentences",
+    "llm": "a served LLM counts each behavior (needs --model)",
+    "llm_spans": "a served LLM quotes each instance (needs --model)",
+    "cascade": "cheap gate, then the LLM on what it flags (needs --model)",
+    "distilled": "heads trained by curate distill (distilled:DIR)",
+    "user_ngram": "heads written by curate adapt (user_ngram:DIR)",
+}
+
+
+def version_order(name: str) -> tuple[str, int, str]:
+    """Family, then version number: cues_v2 before cues_v10."""
+    match = _VERSIONED.match(name)
+    return (match["family"], int(match["version"]), name) if match else (name, 0, name)
+
+
+def describe(name: str) -> str:
+    """One line on a registered classifier: its family's summary and the bare names that point at it."""
+    match = _VERSIONED.match(name)
+    summary = FAMILY_SUMMARY.get(match["family"], "") if match else ""
+    aliases = [alias for alias, target in DEFAULT_VERSION.items() if target == name]
+    return summary + (f" [= {', '.join(aliases)}]" if aliases else "")
+
+
 def resolve_name(spec: str) -> tuple[str, str | None]:
     """A family name resolves to its newest version ('llm' -> 'llm_vN' with the highest N) unless DEFAULT_VERSION
     names another; 'distilled:dir' -> ('distilled_v1', 'dir')."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import typer
 from rich.table import Table
 
 from curate.behaviors import BEHAVIOR_NAMES
@@ -201,11 +202,20 @@ def distill(job: DistillJob) -> None:
 
 @app.command("classifiers")
 def list_classifiers() -> None:
-    """List the registered classifiers."""
-    from curate.classifiers import registered_names
+    """List the registered classifiers: name, what it is, and the bare names (cues) that point at it.
 
-    for name in registered_names():
-        console.print(name)
+    The first column is the name to pass to --classifier; a family's bare name takes the version in brackets, or
+    its newest. Example:
+
+        curate classifiers | grep spans
+    """
+    from curate.classifiers.base import describe, registered_names, version_order
+
+    names = sorted(registered_names(), key=version_order)
+    width = max(map(len, names))
+    for name in names:
+        # stdout, so that the list pipes: the console is stderr
+        typer.echo(f"{name:<{width}}  {describe(name)}".rstrip())
 
 
 def per_behavior_table(title: str, first: str, short: dict[str, str], rows: dict[str, dict[str, int]]) -> Table:

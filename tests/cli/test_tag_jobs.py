@@ -126,3 +126,18 @@ def test_stats_job_describes_the_shards_and_the_unfinished_tasks(tmp_path):
     for directory, said in ((tmp_path / "nowhere", "does not exist"), (logs, "no parquet shards")):
         refused = CliRunner().invoke(app, ["stats", str(directory)])
         assert refused.exit_code == 2 and said in " ".join(refused.output.split())
+
+
+def test_classifiers_lists_every_name_on_stdout_in_version_order_with_its_aliases():
+    from curate.classifiers.base import DEFAULT_VERSION, registered_names
+
+    result = CliRunner().invoke(app, ["classifiers"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    names = [line.split()[0] for line in lines]
+    assert sorted(names) == registered_names()  # every registered name once, first column: what --classifier takes
+    assert names.index("cues_v2") < names.index("cues_v10") < names.index("cues_v12")
+    assert all(len(line) <= 80 for line in lines)
+    for alias, target in DEFAULT_VERSION.items():
+        assert alias in lines[names.index(target)].split("[= ")[1]
+    assert all(line.split(None, 1)[1:] for line in lines)  # each says what it is
