@@ -87,14 +87,22 @@ SHARED_OPTIONS: dict[str, tuple[str, tuple[str, ...], dict]] = {
     # dedup and decontam: what they clean and where the result goes.
     "cleaned_input": (CLEANED_HELP, (), {"argument": True}),
     "cleaned_output": (CLEANED_OUTPUT_HELP, ("--output", "-o"), {"panel": OUTPUT_PANEL}),
+    # How an LLM classifier prompts (tag-llm; tag says the same with "--classifier llm:" in front).
+    "llm_mode": ("per-behavior (four requests sharing the document prefix) or joint (one JSON answer).", (),
+                 {"default": "per-behavior"}),
+    "llm_structured": ("Ask the server for JSON by schema (response_format).", (), {"default": False}),
+    "llm_gate": ("Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').", (),
+                 {"default": None}),
+    "llm_max_doc_tokens": ("Truncate documents to this many model tokens, at the last newline.", (),
+                           {"default": DEFAULT_MAX_DOC_TOKENS, "min": 16}),
 }
 
 
-def shared(name: str, **changes) -> Any:
-    """A field offering the SHARED_OPTIONS option `name`, as declared there; `changes`: a job's own default of it
-    (priming's check classifier)."""
-    help, flags, settings = SHARED_OPTIONS[name]
-    return option(help, *flags, shared=name, **settings | changes)
+def shared(name: str, help: str | None = None, **changes) -> Any:
+    """A field offering the SHARED_OPTIONS option `name`, as declared there; `help`: how this command says what it is
+    for (tag's "--classifier llm: ..."); `changes`: a job's own default of it (priming's check classifier)."""
+    declared_help, flags, settings = SHARED_OPTIONS[name]
+    return option(help or declared_help, *flags, shared=name, **settings | changes)
 
 
 def group(kind: str, default: Any = MISSING, **settings) -> Any:

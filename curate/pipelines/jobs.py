@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 from curate.options import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MAX_CHUNKS,
-    DEFAULT_MAX_DOC_TOKENS,
     DEFAULT_RECORDS_PER_CHUNK,
     EXECUTOR,
     INPUT,
@@ -62,12 +61,12 @@ class TagJob:
     limit: int = option("Read at most this many documents per task (-1: all).", default=-1, min=-1)
     model: str | None = option("--classifier llm/cascade: the model (hub name or local dir); its server: the Model "
                                "server options.", default=None)
-    mode: str = option("--classifier llm: per-behavior or joint.", default="per-behavior")
-    structured: bool = option("--classifier llm: ask the server for JSON by schema.", default=False)
-    gate: str | None = option("--classifier llm: cheap gate classifier (cascade); cascade defaults to 'cues'.",
-                              default=None)
-    max_doc_tokens: int = option("--classifier llm: truncate documents to this many model tokens.",
-                                 default=DEFAULT_MAX_DOC_TOKENS, min=16)
+    mode: str = shared("llm_mode", help="--classifier llm: per-behavior or joint.")
+    structured: bool = shared("llm_structured", help="--classifier llm: ask the server for JSON by schema.")
+    gate: str | None = shared("llm_gate", help="--classifier llm: cheap gate classifier (cascade); cascade defaults "
+                              "to 'cues'.")
+    max_doc_tokens: int = shared("llm_max_doc_tokens", help="--classifier llm: truncate documents to this many model "
+                                 "tokens.")
     corpus: InputSpec = group(INPUT)
     # The server's model is `model`; an LLM tagging run takes its parallelism from --gpus-per-task.
     server: ServerOptions = group(SERVER, without=("tp", "dp"))
@@ -81,16 +80,13 @@ class TagLLMJob:
     model: str = option("Model: hub name or local directory (also the tokenizer unless --tokenizer).")
     output: Path = option("Tags root; shards go to OUTPUT/llm_v1/ (or cascade_v1/).", "--output", "-o",
                           default=Path("tags"), panel=OUTPUT_PANEL)
-    mode: str = option("per-behavior (four requests sharing the document prefix) or joint (one JSON answer).",
-                       default="per-behavior")
-    structured: bool = option("Ask the server for JSON by schema (response_format).", default=False)
-    max_doc_tokens: int = option("Truncate documents to this many model tokens, at the last newline.",
-                                 default=DEFAULT_MAX_DOC_TOKENS, min=16)
+    mode: str = shared("llm_mode")
+    structured: bool = shared("llm_structured")
+    max_doc_tokens: int = shared("llm_max_doc_tokens")
     max_answer_tokens: int | None = option("Generation budget per answer (default 48 per-behavior, 96 joint).",
                                            default=None, min=1)
     tokenizer: str | None = option("Tokenizer for truncation when the model name is not loadable here.", default=None)
-    gate: str | None = option("Cascade: only documents this cheap classifier flags reach the LLM (e.g. 'cues').",
-                              default=None)
+    gate: str | None = shared("llm_gate")
     request_timeout: float = option("Seconds per request before it is retried.", default=TAG_REQUEST_TIMEOUT,
                                            min=1)
     records_per_chunk: int = option("Documents per checkpoint chunk (a killed run resumes from the last one).",
