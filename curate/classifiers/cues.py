@@ -9,8 +9,8 @@ not a check.
 A count is the number of sentences in which a behavior's cues occur: "Wait, that's not right"
 is one instance of backtracking, not two. Evidence is the first cue span in each such sentence.
 
-The cues themselves are data: each released version's whole list is one file in curate/classifiers/cue_rules, which
-names the engine below that runs it (ENGINES). An edit here moves every version that engine runs; the golden labels
+The cues themselves are data: each released version's whole list, and its line cues, is one file in
+curate/classifiers/cue_rules, which names the engine below that runs it (ENGINES). An edit here moves every version that engine runs; the golden labels
 (tests/golden) catch it, and a change of behavior is a new engine or a new version, not an edit.
 """
 
@@ -484,25 +484,23 @@ class CueClassifier(Classifier):
         return cue.behavior
 
 
-# Line cues: the layout of a line, which token patterns cannot read (their first word must be a literal word).
-# "1. **Define Variables:**", "2) **Calculate the discount**": a numbered bold heading announces one step of a plan.
-# Read by LineCueClassifier, the engine of cues_v4 and later.
-LINE_CUES: tuple[tuple[str, re.Pattern], ...] = (
-    (S, re.compile(r"^[ \t]*(#+[ \t]*)?\d{1,2}[.)][ \t]*\*\*[ \t]*[A-Za-z][^*\n]{1,80}\*\*", re.MULTILINE)),
-)
-
-
 class LineCueClassifier(CueClassifier):
-    """The engine's labels plus LINE_CUES. A line cue adds an instance only on a line where its behavior has none
-    yet: the engine counts sentences, and a heading line is one sentence at most."""
+    """The engine's labels plus its version's line cues: (behavior, regular expression) pairs read on the raw text
+    with ^ and $ at line ends, for the layout of a line, which token patterns cannot read ("1. **Define
+    Variables:**": a numbered bold heading announces one step of a plan). A line cue adds an instance only on a line
+    where its behavior has none yet: the engine counts sentences, and a heading line is one sentence at most."""
+
+    def __init__(self, cues: Sequence[Cue], name: str, batch_size: int = 64, prefilter: bool = True,
+                 line_cues: Sequence[tuple[str, str]] = ()):
+        super().__init__(cues=cues, name=name, batch_size=batch_size, prefilter=prefilter)
+        self.line_cues = tuple((behavior, re.compile(pattern, re.MULTILINE)) for behavior, pattern in line_cues)
 
     def classify(self, texts: Sequence[str]) -> list[Labels]:
         return [self._with_line_cues(text, labels) for text, labels in zip(texts, super().classify(texts))]
 
-    @staticmethod
-    def _with_line_cues(text: str, labels: Labels) -> Labels:
+    def _with_line_cues(self, text: str, labels: Labels) -> Labels:
         added: list[Evidence] = []
-        for behavior, pattern in LINE_CUES:
+        for behavior, pattern in self.line_cues:
             # The engine's evidence is sorted by start: one bisect per heading finds whether its line has one.
             starts = [e.start for e in labels.evidence if e.behavior == behavior]
             for match in pattern.finditer(text):
@@ -532,9 +530,12 @@ ENGINES: dict[str, type[CueClassifier]] = {"sentence_cues": CueClassifier, "sent
 _BUILT: dict[tuple[str, int], CueClassifier] = {}
 
 
-def shared_classifier(name: str, cues: Sequence[Cue], batch_size: int, engine: type[CueClassifier]) -> CueClassifier:
-    """The process's one classifier of this version and batch size, built by `engine` (the class its file names)."""
+def shared_classifier(name: str, cues: Sequence[Cue], batch_size: int, engine: type[CueClassifier],
+                      line_cues: Sequence[tuple[str, str]] = ()) -> CueClassifier:
+    """The process's one classifier of this version and batch size, built by `engine` (the class its file names),
+    with the version's `line_cues` where that engine reads them."""
     key = (name, batch_size)
     if key not in _BUILT:
-        _BUILT[key] = engine(batch_size=batch_size, cues=cues, name=name)
+        extra = {"line_cues": line_cues} if issubclass(engine, LineCueClassifier) else {}
+        _BUILT[key] = engine(batch_size=batch_size, cues=cues, name=name, **extra)
     return _BUILT[key]

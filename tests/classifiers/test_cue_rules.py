@@ -19,6 +19,7 @@ from curate.classifiers.cue_rules import (
     CueVersion,
     diff,
     read_version,
+    version_from_text,
     version_names,
     version_path,
     version_to_text,
@@ -37,7 +38,23 @@ def test_every_released_version_has_a_file_and_is_registered_from_it():
     assert {name for name in registered_names() if VERSION_NAME.match(name)} == set(version_names())
     classifier = get_classifier("cues_v4")
     assert isinstance(classifier, LineCueClassifier) and tuple(classifier.cues.values()) == read_version("cues_v4").cues
+    assert [(b, p.pattern) for b, p in classifier.line_cues] == list(read_version("cues_v4").line_cues)
     assert type(get_classifier("cues_v3")) is CueClassifier
+
+
+def test_line_cues_are_the_files_and_need_the_line_engine(tmp_path):
+    """Each version from v4 on carries its line cues in its file, so editing one cannot move another version; a file
+    of the sentence engine may not carry any, and a line cue that is not a regular expression is refused."""
+    assert not read_version("cues_v3").line_cues
+    assert all(read_version(f"cues_v{n}").line_cues for n in range(4, 13))
+    data = json.loads(version_path("cues_v3").read_text(encoding="utf-8"))
+    data["line_cues"] = [{"behavior": S, "pattern": "^x"}]
+    with pytest.raises(CueRulesError, match="line_cues need the sentence_and_line_cues engine"):
+        version_from_text(json.dumps(data), "cues_v3.json")
+    data = json.loads(version_path("cues_v4").read_text(encoding="utf-8"))
+    data["line_cues"] = [{"behavior": S, "pattern": "(unclosed"}]
+    with pytest.raises(CueRulesError, match="line cue pattern"):
+        version_from_text(json.dumps(data), "cues_v4.json")
 
 
 @pytest.mark.parametrize("name", RELEASED)
@@ -117,7 +134,7 @@ def test_the_helper_refuses_a_released_version_and_prints_a_diff(capsys):
         (lambda data: data["cues"][0].update(unless_later="x"), "a cue has fields"),
         (lambda data: data["cues"][0].update(behavior="guessing"), "unknown behavior"),
         (lambda data: data.update(engine="regex"), "unknown engine"),
-        (lambda data: data.pop("notes"), "holds exactly"),
+        (lambda data: data.pop("notes"), "a cue version file holds version, based_on, engine, notes, cues"),
     ],
 )
 def test_a_malformed_file_is_refused(tmp_path, change, message):

@@ -135,9 +135,11 @@ def test_prefilter_changes_nothing_on_headings():
         "Plain text.\n\n10. **Last step** done\n",
         "",
     ]
-    cues = read_version("cues_v4").cues
-    plain = LineCueClassifier(cues=cues, name="cues_v4", prefilter=False).classify(texts)
-    filtered = LineCueClassifier(cues=cues, name="cues_v4", prefilter=True).classify(texts)
+    version = read_version("cues_v4")
+    plain = LineCueClassifier(cues=version.cues, name="cues_v4", prefilter=False,
+                              line_cues=version.line_cues).classify(texts)
+    filtered = LineCueClassifier(cues=version.cues, name="cues_v4", prefilter=True,
+                                 line_cues=version.line_cues).classify(texts)
     assert plain == filtered
     assert [lab.counts[S] for lab in plain] == [1, 2, 1, 0]
 

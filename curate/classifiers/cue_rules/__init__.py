@@ -26,8 +26,9 @@ from curate.errors import CurateError
 
 RULES_DIR = Path(__file__).resolve().parent
 VERSION_NAME = re.compile(r"^cues_v(?P<number>\d+)$")
-# The fields of a file, in the order they are written.
-FILE_FIELDS = ("version", "based_on", "engine", "notes", "cues")
+# The fields of a file, in the order they are written; `line_cues` only in a version whose engine reads them.
+FILE_FIELDS = ("version", "based_on", "engine", "notes", "cues", "line_cues")
+LINE_ENGINE = "sentence_and_line_cues"
 DEFAULTS = {f.name: f.default for f in fields(Cue) if f.name not in ("behavior", "pattern")}
 
 
@@ -38,13 +39,15 @@ class CueRulesError(CurateError):
 @dataclass(frozen=True)
 class CueVersion:
     """One version's rules: its name, the version it revised (None for the first), the engine that runs it (a key of
-    `ENGINES`), why its rules are what they are, and its cues in order."""
+    `ENGINES`), why its rules are what they are, its cues in order, and the (behavior, regular expression) line cues
+    its engine reads on the raw text (LineCueClassifier)."""
 
     name: str
     based_on: str | None
     engine: str
     notes: str
     cues: tuple[Cue, ...]
+    line_cues: tuple[tuple[str, str], ...] = ()
 
 
 def version_path(name: str, directory: Path = RULES_DIR) -> Path:
@@ -89,6 +92,8 @@ def version_to_text(version: CueVersion) -> str:
         "notes": version.notes.split("\n"),
         "cues": [cue_to_dict(cue) for cue in version.cues],
     }
+    if version.line_cues:
+        data["line_cues"] = [{"behavior": behavior, "pattern": pattern} for behavior, pattern in version.line_cues]
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -97,8 +102,9 @@ def version_from_text(text: str, where: str) -> CueVersion:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise CueRulesError(f"{where} is not JSON: {error}") from error
-    if not isinstance(data, dict) or set(data) != set(FILE_FIELDS):
-        raise CueRulesError(f"{where}: a cue version file holds exactly {', '.join(FILE_FIELDS)}")
+    if not isinstance(data, dict) or not set(FILE_FIELDS[:-1]) <= set(data) <= set(FILE_FIELDS):
+        raise CueRulesError(f"{where}: a cue version file holds {', '.join(FILE_FIELDS[:-1])} and, with the "
+                            f"{LINE_ENGINE} engine, line_cues")
     if data["engine"] not in ENGINES:
         raise CueRulesError(f"{where}: unknown engine {data['engine']!r} (known: {', '.join(ENGINES)})")
     return CueVersion(
@@ -107,7 +113,25 @@ def version_from_text(text: str, where: str) -> CueVersion:
         engine=data["engine"],
         notes="\n".join(data["notes"]),
         cues=tuple(cue_from_dict(item, where) for item in data["cues"]),
+        line_cues=line_cues_from(data, where),
     )
+
+
+def line_cues_from(data: dict, where: str) -> tuple[tuple[str, str], ...]:
+    items = data.get("line_cues", [])
+    if items and data["engine"] != LINE_ENGINE:
+        raise CueRulesError(f"{where}: line_cues need the {LINE_ENGINE} engine, not {data['engine']!r}")
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or set(item) != {"behavior", "pattern"} or item["behavior"] not in BEHAVIOR_NAMES:
+            raise CueRulesError(f"{where}: a line cue is {{\"behavior\": one of {', '.join(BEHAVIOR_NAMES)}, "
+                                f"\"pattern\": a regular expression}}; got {item!r}")
+        try:
+            re.compile(item["pattern"], re.MULTILINE)
+        except re.error as error:
+            raise CueRulesError(f"{where}: line cue pattern {item['pattern']!r}: {error}") from error
+        out.append((item["behavior"], item["pattern"]))
+    return tuple(out)
 
 
 def read_version(name: str, directory: Path = RULES_DIR) -> CueVersion:
@@ -130,7 +154,8 @@ def write_next(name: str, based_on: str, directory: Path = RULES_DIR) -> Path:
         raise CueRulesError(f"{path} exists: a released version is never rewritten; name the next version instead")
     base = read_version(based_on, directory)
     notes = f"`{name}`: `{based_on}` revised. Say what each change reads and why, and the figures it was tuned on."
-    draft = CueVersion(name=name, based_on=based_on, engine=base.engine, notes=notes, cues=base.cues)
+    draft = CueVersion(name=name, based_on=based_on, engine=base.engine, notes=notes, cues=base.cues,
+                       line_cues=base.line_cues)
     with path.open("x", encoding="utf-8") as handle:  # "x": fails rather than overwrite a file made meanwhile
         handle.write(version_to_text(draft))
     return path
@@ -184,6 +209,10 @@ def diff_text(old: CueVersion, new: CueVersion) -> str:
     lines = [f"{old.name} -> {new.name}: {counts}"]
     if old.engine != new.engine:
         lines.append(f"engine: {old.engine} -> {new.engine}")
+    lines.extend(f"+ line cue {behavior}: {pattern}" for behavior, pattern in new.line_cues
+                 if (behavior, pattern) not in old.line_cues)
+    lines.extend(f"- line cue {behavior}: {pattern}" for behavior, pattern in old.line_cues
+                 if (behavior, pattern) not in new.line_cues)
     for cue in found.added:
         lines.append(f"+ {cue.behavior}: {cue.pattern}")
         lines.extend(f"    {name}: {_shown(value)}" for name, value in cue_to_dict(cue).items() if name in DEFAULTS)
@@ -199,7 +228,7 @@ def diff_text(old: CueVersion, new: CueVersion) -> str:
 def _factory(name: str):
     def make(batch_size: int = 64) -> CueClassifier:
         version = read_version(name)
-        return shared_classifier(name, version.cues, batch_size, ENGINES[version.engine])
+        return shared_classifier(name, version.cues, batch_size, ENGINES[version.engine], version.line_cues)
 
     return make
 
