@@ -30,7 +30,14 @@ class InputClassifierChanged(CurateError, ValueError):
 
 def labels_digest(classifier_name: str, texts: list[str]) -> str:
     """The digest of `classifier_name`'s counts and evidence spans of `texts` (what a model reads of them)."""
-    labels = get_classifier(classifier_name).classify(texts)
+    return _digest(classifier_name, tuple(texts))
+
+
+# Cached by content: every shipped folder (spans_v2 and its document head, cues_ngram_v1, ...) holds the same check
+# texts, so a process that loads several models labels them once.
+@functools.cache
+def _digest(classifier_name: str, texts: tuple[str, ...]) -> str:
+    labels = get_classifier(classifier_name).classify(list(texts))
     what = [[sorted((b, c) for b, c in label.counts.items()),
              [[e.behavior, e.start, e.end] for e in label.evidence], label.error] for label in labels]
     return hashlib.sha256(json.dumps(what, ensure_ascii=False).encode("utf-8")).hexdigest()
