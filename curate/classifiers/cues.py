@@ -536,6 +536,6 @@ def shared_classifier(name: str, cues: Sequence[Cue], batch_size: int, engine: t
     with the version's `line_cues` where that engine reads them."""
     key = (name, batch_size)
     if key not in _BUILT:
-        extra = {"line_cues": line_cues} if issubclass(engine, LineCueClassifier) else {}
+        extra = {"line_cues": line_cues} if line_cues else {}  # only the line engine's files carry any
         _BUILT[key] = engine(batch_size=batch_size, cues=cues, name=name, **extra)
     return _BUILT[key]
