@@ -16,6 +16,7 @@ from datatrove.pipeline.inference.servers.base import ServerError
 
 from curate.errors import CurateError, IncompleteRunError
 from curate.files import write_text_atomic
+from curate.options import DEFAULT_RECORDS_PER_CHUNK
 from curate.pipelines.executors import LOCAL, ExecutorOptions, run_pipeline
 from curate.pipelines.llm.server import CurateInferenceRunner, ModelServerError, server_failure
 from curate.pipelines.tag import failed_tasks
@@ -94,8 +95,9 @@ class LLMJobFolder:
 
 
 def run_llm_job(folder: LLMJobFolder, steps: list, *, rollout_fn: Callable, config, writer, metadata_key: str,
-                records_per_chunk: int = 500, shared_context=None, executor: ExecutorOptions = LOCAL, tasks: int = 1,
-                workers: int = 1, job_name: str, what: str) -> None:
+                records_per_chunk: int = DEFAULT_RECORDS_PER_CHUNK, shared_context=None,
+                executor: ExecutorOptions = LOCAL, tasks: int = 1, workers: int = 1, job_name: str,
+                what: str) -> None:
     """The one wiring of an LLM job, once claimed (claim_job): `steps` (a reader, or the documents themselves, and
     any filter) feed a CurateInferenceRunner that calls `rollout_fn` per document on the server `config` describes
     (inference_config, with folder.server_logs), checkpoints every `records_per_chunk` documents in
