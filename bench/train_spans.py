@@ -43,6 +43,9 @@ from evals.spans.draw import digest, genre_of, labeled_items
 
 SPAN_LABELS = Path(__file__).resolve().parents[1] / "evals" / "spans" / "labels.jsonl"
 SPAN_ITEMS = SPAN_LABELS.with_name("items.jsonl")
+# Texts written here, with their writer's quoted instances, to train on only (never held out, never scored).
+WRITTEN = SPAN_LABELS.with_name("written")
+WRITTEN_SET = "written"
 # Chosen leaving one genre out (mean macro F1 real / Countdown): C = 4 0.426 / 0.732, 1 0.469 / 0.703,
 # 0.25 0.484 / 0.668; unbalanced classes 0.262 / 0.731; min_df 10 changed nothing (0.459 / 0.706 at C = 1).
 REGULARIZATION = 1.0
@@ -73,9 +76,36 @@ def countdown_styles() -> dict[str, str]:
 
 
 def group_of(item: dict, styles: dict[str, str]) -> str:
-    """What a fold holds out together: a genre of real text, or a style of Countdown trace."""
+    """What a fold holds out together: a genre of real text, or a style of Countdown trace (a text written here is
+    in a group of its own: "written/STYLE", never held out)."""
+    if item["set"] == WRITTEN_SET:
+        return f"{WRITTEN_SET}/{item['style']}"
     genre = genre_of(item["source"])
     return f"countdown/{styles[item['id']]}" if genre == "countdown" else genre
+
+
+def written_texts() -> tuple[list[dict], dict[str, list[dict]]]:
+    """The texts written here to train on (evals/spans/written/): items, and text digest -> their writer's spans
+    aligned to character offsets. A quote that is not in its text stops the run: a writer's file is mended, not
+    read around."""
+    from evals.spans.align import locate
+
+    items, read = [], {}
+    for path in sorted(WRITTEN.glob("*.jsonl")):
+        for line, row in enumerate(map(json.loads, path.read_text().splitlines()), 1):
+            spans = []
+            for span in row["spans"]:
+                where = locate(row["text"], span["quote"], span.get("occurrence", 1))
+                if where is None or span["behavior"] not in BEHAVIOR_NAMES:
+                    raise SystemExit(f"{path}:{line}: {span['behavior']} quote not found in {row['id']}: "
+                                     f"{span['quote'][:60]!r}")
+                spans.append({"behavior": span["behavior"], "start": where[0], "end": where[1]})
+            labels = {b: int(any(s["behavior"] == b for s in spans)) for b in BEHAVIOR_NAMES}
+            items.append({"id": row["id"], "text": row["text"], "labels": labels, "set": WRITTEN_SET,
+                          "source": f"{WRITTEN_SET}/{row['style']}", "style": row["style"],
+                          "imitates": row["imitates"]})
+            read[digest(row["text"])] = spans
+    return items, read
 
 
 def span_labels() -> dict[str, list[dict]]:
@@ -485,30 +515,40 @@ def stable_columns(presence, rows: list[dict], agreeing: int) -> np.ndarray:
     return (np.maximum(plus, minus) >= agreeing) & (plus != minus)
 
 
+def fold_key(train_rows: list[dict], test_rows: list[dict]) -> str:
+    """What a fold's cached scores are kept under: the recipe's settings, the training and the held-out texts."""
+    import hashlib
+
+    recipe = [REGULARIZATION, MIN_DF, THRESHOLD, *sorted(digest(r["text"]) for r in train_rows),
+              *(digest(r["text"]) for r in test_rows)]
+    return hashlib.sha256(repr(recipe).encode()).hexdigest()[:16]
+
+
+def cached_part(key: str, part: str, compute) -> dict[str, list[np.ndarray]]:
+    """`compute()`'s scores, kept in CACHE under the fold's key and the part's name."""
+    import pickle
+
+    path = CACHE / f"fold-{key}-{part}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    computed = compute()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(computed))
+    return computed
+
+
 def fold_scores(train_rows: list[dict], test_rows: list[dict], train_shingles: list[set[int]],
                 minilm: bool) -> dict[str, list[np.ndarray]]:
     """The held-out texts' scores under every model of the ablation, each trained on `train_rows` only: unit
     probabilities of the shipped recipe ("unit"), of unbalanced heads ("calibrated"), of heads with MiniLM features
     ("minilm", when asked), the document head's probabilities ("document") and the stacked presence ("stack").
     Each part is kept in CACHE under the fold's texts and the recipe's settings: a rerun costs no training."""
-    import hashlib
-    import pickle
-
-    recipe = [REGULARIZATION, MIN_DF, THRESHOLD, *sorted(digest(r["text"]) for r in train_rows),
-              *(digest(r["text"]) for r in test_rows)]
-    key = hashlib.sha256(repr(recipe).encode()).hexdigest()[:16]
+    key = fold_key(train_rows, test_rows)
     scores: dict[str, list[np.ndarray]] = {}
     model = None
 
     def cached(part: str, compute) -> None:
-        path = CACHE / f"fold-{key}-{part}.pkl"
-        if path.exists():
-            scores.update(pickle.loads(path.read_bytes()))
-            return
-        computed = compute()
-        CACHE.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps(computed))
-        scores.update(computed)
+        scores.update(cached_part(key, part, compute))
 
     def shipped_recipe():
         nonlocal model
@@ -581,11 +621,13 @@ def evidence_of(spans: Sequence[tuple[int, int]], score: np.ndarray, evidence_sc
     "units": every unit >= 0.5 (spans_v1); "merged": adjacent ones as one instance; "peaks": only units that are
     local maxima of the score, adjacent ones merged; "calibrated": units >= 0.5 under the unbalanced heads, merged
     ("calibrated units": not merged);
-    "confirmed runs": runs of adjacent units >= 0.5 holding a unit >= 0.5 under the unbalanced heads, merged."""
+    "confirmed runs": runs of adjacent units >= 0.5 holding a unit >= 0.5 under the unbalanced heads, merged;
+    "calibrated>=T": as "calibrated" with the bar at T instead of 0.5."""
     if not present or not len(spans):
         return []
+    rule, _, bar = rule.partition(">=")
     if rule in ("calibrated", "calibrated units"):
-        chosen = np.nonzero(evidence_score >= THRESHOLD)[0]
+        chosen = np.nonzero(evidence_score >= (float(bar) if bar else THRESHOLD))[0]
     else:
         chosen = np.nonzero(score >= THRESHOLD)[0]
     if rule == "confirmed runs":
@@ -625,6 +667,9 @@ VARIANTS = {
                              ("genres", "genre-balanced weights"), ("unspecific", "n-grams not specific to a group"))
        for presence, presence_label in (("mean", "mean presence + unbalanced evidence"),
                                         ("document", "document head"), ("unit", "best unit"))},
+    **{f"genre-balanced weights: mean presence + unbalanced evidence >= {bar}": ("unit genres", "mean",
+                                                                                 f"calibrated>={bar}")
+       for bar in (0.6, 0.7, 0.8, 0.9)},
 }
 
 
@@ -679,11 +724,62 @@ def paired_lead(challenger: Decided, incumbent: Decided, draws: int = 1000) -> d
     return out
 
 
+def tally_spans(pooled: dict, scores: dict[str, list[np.ndarray]], test_rows: list[dict], guess: np.ndarray,
+                unit: str, rule: str) -> None:
+    """Adds the held-out span-read texts' evidence under (`unit`, `rule`) against the readers' spans to `pooled`,
+    per behavior: spans predicted and right, reader spans and found, both counts per text, characters."""
+    for j, r in enumerate(test_rows):
+        if not r["read"]:
+            continue
+        for k, behavior in enumerate(BEHAVIOR_NAMES):
+            column = scores[unit][j][:, k] if len(r["units"]) else np.zeros(0)
+            evidence = unit.replace("unit", "calibrated", 1) if " " in unit else "calibrated"
+            calibrated = scores[evidence][j][:, k] if len(r["units"]) else np.zeros(0)
+            mine = evidence_of(r["units"], column, calibrated, bool(guess[j, k]), rule)
+            theirs = [(s["start"], s["end"]) for s in r["spans"] if s["behavior"] == behavior]
+            cell = pooled.setdefault(behavior, {"predicted": 0, "right": 0, "read": 0, "found": 0, "counts": [],
+                                                "characters": 0})
+            cell["predicted"] += len(mine)
+            cell["characters"] += sum(e - s for s, e in mine)
+            cell["right"] += sum(any(s < e2 and s2 < e for s2, e2 in theirs) for s, e in mine)
+            cell["read"] += len(theirs)
+            cell["found"] += sum(any(s < e2 and s2 < e for s2, e2 in mine) for s, e in theirs)
+            cell["counts"].append((len(mine), len(theirs)))
+
+
+def print_summary(results: dict[str, tuple[dict[str, float], Decided, dict]]) -> None:
+    """One table row per variant name -> (macro F1 per held-out group, its decisions, its `tally_spans`)."""
+    from scipy.stats import spearmanr
+
+    print("| variant | real genres | real, pooled | Countdown styles | span precision (all; V / B / S / BC) | "
+          "span recall (all; V / B / S / BC) | Spearman of counts (V / B / S / BC) | characters per span |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (macro, decided, pooled) in results.items():
+        real = np.mean([v for g, v in macro.items() if not g.startswith("countdown/")])
+        countdown = np.mean([v for g, v in macro.items() if g.startswith("countdown/")])
+        cells = [pooled[b] for b in BEHAVIOR_NAMES]
+        precision = sum(c["right"] for c in cells) / max(1, sum(c["predicted"] for c in cells))
+        recall = sum(c["found"] for c in cells) / max(1, sum(c["read"] for c in cells))
+        each_precision = " / ".join(f"{c['right'] / max(1, c['predicted']):.2f}" for c in cells)
+        each_recall = " / ".join(f"{c['found'] / max(1, c['read']):.2f}" for c in cells)
+        rho = " / ".join(f"{spearmanr(*zip(*c['counts'])).statistic:.2f}" for c in cells)
+        print(f"| {name} | {real:.3f} | {pooled_macro(decided, real=True):.3f} | {countdown:.3f} | "
+              f"{precision:.2f}; {each_precision} | {recall:.2f}; {each_recall} | {rho} | "
+              f"{sum(c['characters'] for c in cells) / max(1, sum(c['predicted'] for c in cells)):.0f} |", flush=True)
+
+
+def pooled_macro(decided: Decided, real: bool) -> float:
+    """Macro F1 over the held-out texts of every real genre (or every Countdown style) together, each scored by the
+    model that did not train on its group: a genre with one or no text of a behavior does not weigh as much as one
+    with a hundred, as it does in the mean over genres."""
+    parts = [pair for group, pair in decided.items() if group.startswith("countdown/") != real]
+    gold, guess = (np.concatenate([pair[i] for pair in parts]) for i in (0, 1))
+    return float(np.mean([f1(gold[:, k], guess[:, k]) for k in range(len(BEHAVIOR_NAMES))]))
+
+
 def ablation(rows: list[dict], minilm: bool) -> None:
     """Every variant of VARIANTS on the same folds: mean macro F1 over the real genres and the Countdown styles, and
     the held-out span-read texts' span precision, recall and count correlation per behavior."""
-    from scipy.stats import spearmanr
-
     shingles = [word_shingles(r["text"]) for r in rows]
     variants = {n: v for n, v in VARIANTS.items() if minilm or v[0] != "minilm"}
     macro: dict[str, dict[str, float]] = {n: {} for n in variants}
@@ -700,44 +796,81 @@ def ablation(rows: list[dict], minilm: bool) -> None:
             guess = np.array([presence_of(scores, j, unit, presence) for j in range(len(test_rows))])
             macro[name][group] = float(np.mean([f1(gold[:, k], guess[:, k]) for k in range(len(BEHAVIOR_NAMES))]))
             decided[name][group] = (gold, guess)
-            for j, r in enumerate(test_rows):
-                if not r["read"]:
-                    continue
-                for k, behavior in enumerate(BEHAVIOR_NAMES):
-                    column = scores[unit][j][:, k] if len(r["units"]) else np.zeros(0)
-                    evidence = unit.replace("unit", "calibrated", 1) if " " in unit else "calibrated"
-                    calibrated = scores[evidence][j][:, k] if len(r["units"]) else np.zeros(0)
-                    mine = evidence_of(r["units"], column, calibrated, bool(guess[j, k]), rule)
-                    theirs = [(s["start"], s["end"]) for s in r["spans"] if s["behavior"] == behavior]
-                    cell = pooled[name].setdefault(behavior, {"predicted": 0, "right": 0, "read": 0, "found": 0,
-                                                              "counts": [], "characters": 0})
-                    cell["predicted"] += len(mine)
-                    cell["characters"] += sum(e - s for s, e in mine)
-                    cell["right"] += sum(any(s < e2 and s2 < e for s2, e2 in theirs) for s, e in mine)
-                    cell["read"] += len(theirs)
-                    cell["found"] += sum(any(s < e2 and s2 < e for s2, e2 in mine) for s, e in theirs)
-                    cell["counts"].append((len(mine), len(theirs)))
+            tally_spans(pooled[name], scores, test_rows, guess, unit, rule)
         print(f"<!-- {group}: {time.time() - started:.0f} s; " +
               "; ".join(f"{n} {macro[n][group]:.3f}" for n in variants) + " -->", file=sys.stderr, flush=True)
-    print("| variant | real genres | Countdown styles | span precision (all; V / B / S / BC) | "
-          "span recall (all; V / B / S / BC) | Spearman of counts (V / B / S / BC) | characters per span |")
-    print("|---|---|---|---|---|---|---|")
-    for name in variants:
-        real = np.mean([v for g, v in macro[name].items() if not g.startswith("countdown/")])
-        countdown = np.mean([v for g, v in macro[name].items() if g.startswith("countdown/")])
-        cells = [pooled[name][b] for b in BEHAVIOR_NAMES]
-        precision = sum(c["right"] for c in cells) / max(1, sum(c["predicted"] for c in cells))
-        recall = sum(c["found"] for c in cells) / max(1, sum(c["read"] for c in cells))
-        each_precision = " / ".join(f"{c['right'] / max(1, c['predicted']):.2f}" for c in cells)
-        each_recall = " / ".join(f"{c['found'] / max(1, c['read']):.2f}" for c in cells)
-        rho = " / ".join(f"{spearmanr(*zip(*c['counts'])).statistic:.2f}" for c in cells)
-        print(f"| {name} | {real:.3f} | {countdown:.3f} | {precision:.2f}; {each_precision} | "
-              f"{recall:.2f}; {each_recall} | {rho} | "
-              f"{sum(c['characters'] for c in cells) / max(1, sum(c['predicted'] for c in cells)):.0f} |", flush=True)
+    print_summary({name: (macro[name], decided[name], pooled[name]) for name in variants})
     challenger, incumbent = SHIPPED_VARIANTS["spans_v3"], SHIPPED_VARIANTS["spans_v2"]
     for part, (lead, low, high, ahead) in paired_lead(decided[challenger], decided[incumbent]).items():
         print(f"\nspans_v3 against spans_v2, {part}: mean macro F1 {lead:+.3f} [{low:+.3f}, {high:+.3f}] (paired "
               f"bootstrap, texts resampled within each held-out group), ahead in {ahead:.0%} of draws")
+
+
+def in_imitated_genre(written: list[dict]) -> list[dict]:
+    """Written texts that imitate a genre weighed within it (a Countdown style's within Countdown)."""
+    return [{**w, "group": w["item"]["imitates"]} if w["item"]["imitates"] != "none" else w for w in written]
+
+
+def countdown_only(written: list[dict]) -> list[dict]:
+    return [w for w in written if w["item"]["imitates"].startswith("countdown")]
+
+
+def real_styles_only(written: list[dict]) -> list[dict]:
+    return [w for w in written if not w["item"]["imitates"].startswith("countdown")]
+
+
+# Which written texts a fold trains on, in which group their weight is balanced (their own "written" genre unless
+# moved), and which heads learn from them ("all", or "units": the unit and evidence heads, the document head
+# trained without them): name -> (the chosen rows, heads).
+WRITTEN_VARIANTS = {
+    "+ written texts, one genre of their own": (list, "all"),
+    "+ written texts, each in the genre it imitates": (in_imitated_genre, "all"),
+    "+ written Countdown traces only": (countdown_only, "all"),
+    "+ written real-text styles only": (real_styles_only, "all"),
+    "+ written texts, unit and evidence heads only": (list, "units"),
+    "+ written real-text styles, unit and evidence heads only": (real_styles_only, "units"),
+}
+
+
+def written_effect(rows: list[dict], written: list[dict]) -> None:
+    """spans_v3's recipe trained with and without the texts written here, on the same folds: a written text joins
+    every fold but the one holding out the group it imitates, and none that shares a word 8-gram with a held-out
+    text. The same table as the ablation's, and the paired bootstrap of the lead."""
+    shingles = [word_shingles(r["text"]) for r in rows]
+    written_shingles = [word_shingles(r["text"]) for r in written]
+    unit, presence, rule = VARIANTS[SHIPPED_VARIANTS["spans_v3"]]
+    names = ("spans_v3 recipe", *WRITTEN_VARIANTS)
+    results: dict[str, tuple[dict[str, float], Decided, dict]] = {name: ({}, {}, {}) for name in names}
+    for group in sorted({r["group"] for r in rows}):
+        started = time.time()
+        test = [i for i, r in enumerate(rows) if r["group"] == group]
+        seen = set().union(*(shingles[i] for i in test))
+        train = [rows[i] for i in near_duplicate_free([i for i, r in enumerate(rows) if r["group"] != group], test,
+                                                      shingles)]
+        extra = [w for w, near in zip(written, written_shingles) if w["item"]["imitates"] != group and not near & seen]
+        test_rows = [rows[i] for i in test]
+        gold = np.array([[r["item"]["labels"][b] for b in BEHAVIOR_NAMES] for r in test_rows])
+        for name in names:
+            chosen, heads = WRITTEN_VARIANTS.get(name, (lambda written: [], "all"))
+            train_rows = train + chosen(extra)
+            scores = cached_part(fold_key(train_rows, test_rows), "genres",
+                                 partial(generalizing_heads, "genres", train_rows, test_rows, "genre", "all"))
+            if heads == "units":
+                without = cached_part(fold_key(train, test_rows), "genres",
+                                      partial(generalizing_heads, "genres", train, test_rows, "genre", "all"))
+                scores = {**scores, "document genres": without["document genres"]}
+            guess = np.array([presence_of(scores, j, unit, presence) for j in range(len(test_rows))])
+            macro, decided, pooled = results[name]
+            macro[group] = float(np.mean([f1(gold[:, k], guess[:, k]) for k in range(len(BEHAVIOR_NAMES))]))
+            decided[group] = (gold, guess)
+            tally_spans(pooled, scores, test_rows, guess, unit, rule)
+        print(f"<!-- {group}: {len(extra)} written texts; {time.time() - started:.0f} s; " +
+              "; ".join(f"{n} {results[n][0][group]:.3f}" for n in names) + " -->", file=sys.stderr, flush=True)
+    print_summary(results)
+    for name in WRITTEN_VARIANTS:
+        for part, (lead, low, high, ahead) in paired_lead(results[name][1], results[names[0]][1]).items():
+            print(f"\n{name} against spans_v3 recipe, {part}: mean macro F1 {lead:+.3f} [{low:+.3f}, {high:+.3f}] "
+                  f"(paired bootstrap, texts resampled within each held-out group), ahead in {ahead:.0%} of draws")
 
 
 def final_test(items: list[dict]) -> None:
@@ -759,19 +892,37 @@ def final_test(items: list[dict]) -> None:
 # genre (the "genres" recipe of GENERALIZING: ahead of spans_v2 on both leave-one-group-out means).
 WRITABLE = ("spans_v1", "spans_v2", "spans_v3")
 WRITTEN_BALANCE = {"spans_v3": "genre"}
+# The versions trained with the texts written here too.
+WITH_WRITTEN: set[str] = set()
 
 
-def write_model(version: str, kept: list[dict], dropped: int) -> None:
+def shipped_training(items: list[dict], rows: list[dict], written: bool) -> tuple[list[dict], int]:
+    """The rows a written version trains on: `rows` (every labeled text outside the test rounds), with the texts
+    written here when `written`, less every one that shares a word 8-gram with a test-round text; and how many were
+    dropped."""
+    if written:
+        rows = rows + unit_rows(*written_texts())
+    seen = set().union(*(word_shingles(item["text"]) for item in items if item["set"] in TEST_SETS))
+    kept = [r for r in rows if not word_shingles(r["text"]) & seen]
+    return kept, len(rows) - len(kept)
+
+
+def write_model(version: str, kept: list[dict], dropped: int, folder: Path | None = None,
+                balance_by: str | None = None) -> None:
     """Train `version` on `kept` and write its folder under models/ (a released version's folder is never
-    overwritten: delete a version's folder by hand only while it is unreleased)."""
+    overwritten: delete a version's folder by hand only while it is unreleased), or a candidate with `version`'s
+    recipe into `folder`, its weights balanced by `balance_by`."""
     from curate.classifiers.spans_v2 import DOCUMENT_FOLDER, EVIDENCE_FILE
 
-    folder = MODELS / version
-    if folder.exists():
-        raise SystemExit(f"{folder} exists: a written version is frozen (delete it by hand only if never released)")
-    balance_by = WRITTEN_BALANCE.get(version)
+    if folder is None:
+        folder = MODELS / version
+        balance_by = WRITTEN_BALANCE.get(version)
+        if folder.exists():
+            raise SystemExit(f"{folder} exists: a written version is frozen (delete it by hand only if never released)")
     model = fit(kept, balance_by=balance_by)
-    model.trained_on = {"texts": len(kept), "span_read_texts": sum(r["read"] for r in kept),
+    model.trained_on = {"texts": len(kept), "span_read_texts": sum(r["read"] and r["item"]["set"] != WRITTEN_SET
+                                                                   for r in kept),
+                        "written_texts": sum(r["item"]["set"] == WRITTEN_SET for r in kept),
                         "sets": sorted({r["item"]["set"] for r in kept}),
                         "near_duplicates_of_test_rounds_dropped": dropped,
                         "text_sha256": sorted(digest(r["text"]) for r in kept)}
@@ -797,6 +948,8 @@ def main() -> None:
                         "group out (fold scores cached in the temporary folder)")
     parser.add_argument("--minilm", action="store_true", help=f"with --ablation: unit heads with {EMBEDDING_MODEL} "
                         "sentence embeddings of each unit and its neighbours too")
+    parser.add_argument("--written", action="store_true", help="spans_v3's recipe with and without the texts "
+                        "written here (evals/spans/written/), leaving one group out")
     parser.add_argument("--test", action="store_true", help="score the shipped spans_v1 and cues_ngram_v1 on the "
                         "test rounds (once, after the rule in evals/spans/GUIDE.md was committed)")
     args = parser.parse_args()
@@ -810,14 +963,18 @@ def main() -> None:
     add_cues(rows)
     if args.minilm:
         add_embeddings(rows)
-    if args.ablation:
+    if args.written:
+        written_items, written_read = written_texts()
+        written = unit_rows(written_items, written_read)
+        add_cues(written)
+        written_effect(rows, written)
+    elif args.ablation:
         ablation(rows, args.minilm)
     elif args.write:
-        seen = set().union(*(word_shingles(item["text"]) for item in items if item["set"] in TEST_SETS))
-        kept = [r for r in rows if not word_shingles(r["text"]) & seen]
-        print(f"{len(rows) - len(kept)} training texts dropped: they share a word 8-gram with a test text",
-              file=sys.stderr)
-        write_model(args.write, kept, len(rows) - len(kept))
+        kept, dropped = shipped_training(items, rows, args.write in WITH_WRITTEN)
+        print(f"{dropped} training texts dropped: they share a word 8-gram with a test text", file=sys.stderr)
+        add_cues(kept)
+        write_model(args.write, kept, dropped)
     else:
         leave_one_genre_out(rows, args.spans_only)
 
