@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -65,8 +66,8 @@ class SpanDocumentModel:
     """The three sets of heads of a shipped spans_v2 folder: unit heads (model.json, weights.npz, spans_v1's format),
     evidence heads over the same features (evidence.npz) and a document head (document/, cues_ngram_v1's format)."""
 
-    def __init__(self, name: str):
-        folder = MODELS / name
+    def __init__(self, name: str, folder: Path | None = None):
+        folder = folder or MODELS / name
         self.units = SpanModel.load(folder)
         try:
             raw = (folder / EVIDENCE_FILE).read_bytes()
@@ -86,11 +87,12 @@ class SpanDocumentModel:
 
 
 class SpanDocumentClassifier(Classifier):
-    """spans_v2's decision over the heads of the shipped folder `name` under models/."""
+    """spans_v2's decision over the heads of the shipped folder `name` under models/ (or of `folder`: a candidate
+    the bench measures before it is written as a version)."""
 
-    def __init__(self, name: str, batch_size: int = 64):
+    def __init__(self, name: str, batch_size: int = 64, folder: Path | None = None):
         self.name = name
-        self.heads = SpanDocumentModel(name)
+        self.heads = SpanDocumentModel(name, folder)
         self.cues = get_classifier(CUES, batch_size=batch_size)
         # Attribute rows name the weights they came from, so a retrained model's tags are told apart.
         self.prompt_version = f"weights-{self.heads.digest}"

@@ -4,6 +4,7 @@
     python evals/spans/align.py agreement                  # document kappa and span overlap F1, per behavior
     python evals/spans/align.py disputes > disputes.jsonl  # texts where the readers disagree on a document label
     python evals/spans/align.py merge --decisions decisions.jsonl   # writes labels.jsonl
+    python evals/spans/align.py --folder evals/spans/unseen agreement  # the same for the unseen-source read
 
 Readers write quotes; only offsets are committed (`spans_<reader>.jsonl`: `{"id", "spans": [{"behavior", "start",
 "end"}]}`), since a quote is a copy of the source text, which stays in ../shared/data. A quote not found in its text
@@ -21,15 +22,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from curate.behaviors import BEHAVIOR_NAMES  # noqa: E402
-from evals.spans.draw import digest, labeled_items  # noqa: E402
+from curate.behaviors import BEHAVIOR_NAMES
+from evals.spans.draw import digest, labeled_items
 
 HERE = Path(__file__).resolve().parent
 
 
-def texts_by_id() -> dict[str, str]:
+def texts_by_id(folder: Path = HERE) -> dict[str, str]:
+    """Read id -> text of the read in `folder`: the span read's texts come from the labeled sets, the unseen read's
+    (items with a `unique_id`) from MATH-500."""
+    items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    if items and "unique_id" in items[0]:
+        from evals.spans.draw_unseen import resolve
+
+        return resolve(items)
     by_digest = {digest(item["text"]): item["text"] for item in labeled_items()}
-    items = [json.loads(line) for line in (HERE / "items.jsonl").read_text().splitlines()]
     return {item["id"]: by_digest[item["sha256"]] for item in items}
 
 
@@ -66,6 +73,8 @@ def present(row: dict, behavior: str) -> int:
 
 def kappa(a: list[int], b: list[int]) -> float:
     n = len(a)
+    if not n:
+        return float("nan")
     observed = sum(x == y for x, y in zip(a, b)) / n
     pa, pb = sum(a) / n, sum(b) / n
     expected = pa * pb + (1 - pa) * (1 - pb)
@@ -77,9 +86,9 @@ def overlaps(span: dict, others: list[dict]) -> bool:
                for o in others)
 
 
-def agreement() -> None:
-    a, b = read(HERE / "spans_a.jsonl"), read(HERE / "spans_b.jsonl")
-    genre = {row["id"]: row["genre"] for row in map(json.loads, (HERE / "items.jsonl").read_text().splitlines())}
+def agreement(folder: Path = HERE) -> None:
+    a, b = read(folder / "spans_a.jsonl"), read(folder / "spans_b.jsonl")
+    genre = {row["id"]: row["genre"] for row in map(json.loads, (folder / "items.jsonl").read_text().splitlines())}
     ids = sorted(a)
     print("| behavior | texts | kappa (all) | kappa real | kappa Countdown | span overlap F1 |")
     print("|---|---|---|---|---|---|")
@@ -96,9 +105,9 @@ def agreement() -> None:
         print(f"| {behavior} | {len(ids)} | {cells[0]:.3f} | {cells[1]:.3f} | {cells[2]:.3f} | {f1:.3f} |")
 
 
-def disputes() -> list[dict]:
-    a, b = read(HERE / "spans_a.jsonl"), read(HERE / "spans_b.jsonl")
-    texts = texts_by_id()
+def disputes(folder: Path = HERE) -> list[dict]:
+    a, b = read(folder / "spans_a.jsonl"), read(folder / "spans_b.jsonl")
+    texts = texts_by_id(folder)
     out = []
     for i in sorted(a):
         for behavior in BEHAVIOR_NAMES:
@@ -110,14 +119,14 @@ def disputes() -> list[dict]:
     return out
 
 
-def merge(decisions_path: Path) -> None:
-    a, b = read(HERE / "spans_a.jsonl"), read(HERE / "spans_b.jsonl")
-    texts = texts_by_id()
+def merge(decisions_path: Path, folder: Path = HERE) -> None:
+    a, b = read(folder / "spans_a.jsonl"), read(folder / "spans_b.jsonl")
+    texts = texts_by_id(folder)
     decisions = {}
     for row in map(json.loads, decisions_path.read_text().splitlines()):
         decisions[(row["id"], row["behavior"])] = row
     missing = 0
-    with open(HERE / "labels.jsonl", "w") as out:
+    with open(folder / "labels.jsonl", "w") as out:
         for i in sorted(a):
             spans = []
             for behavior in BEHAVIOR_NAMES:
@@ -145,6 +154,8 @@ def merge(decisions_path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--folder", type=Path, default=HERE, help="the read's folder: evals/spans (the span read, "
+                        "default) or evals/spans/unseen (the unseen-source read)")
     commands = parser.add_subparsers(dest="command", required=True)
     readers = commands.add_parser("readers")
     readers.add_argument("--a", type=Path, nargs="+", required=True)
@@ -155,21 +166,21 @@ def main() -> None:
     merging.add_argument("--decisions", type=Path, required=True)
     args = parser.parse_args()
     if args.command == "readers":
-        texts = texts_by_id()
+        texts = texts_by_id(args.folder)
         for name, paths in (("a", args.a), ("b", args.b)):
             rows = [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.strip()]
             spans, missing = aligned(rows, texts)
-            with open(HERE / f"spans_{name}.jsonl", "w") as out:
+            with open(args.folder / f"spans_{name}.jsonl", "w") as out:
                 out.writelines(json.dumps(row) + "\n" for row in spans)
             print(f"reader {name}: {len(spans)} texts, {sum(len(r['spans']) for r in spans)} spans, "
                   f"{missing} quotes not found", file=sys.stderr)
     elif args.command == "agreement":
-        agreement()
+        agreement(args.folder)
     elif args.command == "disputes":
-        for row in disputes():
+        for row in disputes(args.folder):
             print(json.dumps(row))
     else:
-        merge(args.decisions)
+        merge(args.decisions, args.folder)
 
 
 if __name__ == "__main__":
