@@ -57,7 +57,7 @@ def interval(gold: np.ndarray, guess: np.ndarray, draws: int = 1000) -> tuple[fl
 
 
 def candidates(folder: Path) -> dict[str, object]:
-    """spans_v3's recipe trained on spans_v3's texts, with all written texts or only the written Countdown traces."""
+    """spans_v3's recipe trained on spans_v3's texts and the texts written here."""
     from bench import train_spans as recipe
     from curate.classifiers.spans_v2 import SpanDocumentClassifier
 
@@ -65,15 +65,9 @@ def candidates(folder: Path) -> dict[str, object]:
     rows = recipe.unit_rows([item for item in items if item["set"] not in recipe.TEST_SETS], recipe.span_labels())
     kept, dropped = recipe.shipped_training(items, rows, written=True)
     recipe.add_cues(kept)
-    out = {}
-    for name, chosen in (("spans_v3 recipe + written texts", kept),
-                         ("spans_v3 recipe + written Countdown traces",
-                          [r for r in kept if r["item"]["set"] != recipe.WRITTEN_SET
-                           or r["item"]["imitates"].startswith("countdown")])):
-        target = folder / name.replace(" ", "_")
-        recipe.write_model("spans_v3", chosen, dropped, folder=target, balance_by="genre")
-        out[name] = SpanDocumentClassifier("spans_v3", folder=target)
-    return out
+    target = folder / "spans_v3_with_written"
+    recipe.write_model("spans_v3", kept, dropped, folder=target, balance_by="genre")
+    return {"spans_v3 recipe + written texts": SpanDocumentClassifier("spans_v3", folder=target)}
 
 
 def adapted(folder: Path, items: list[dict], read: dict[str, dict], texts: dict[str, str]) -> dict[str, object]:
