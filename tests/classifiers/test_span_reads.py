@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from curate.behaviors import BEHAVIOR_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,3 +84,31 @@ def test_no_unseen_or_test_round_text_shares_an_8gram_with_a_written_or_labeled_
     seen_rounds = set().union(*map(shingles, test_rounds))
     overlapping = [r["item"]["id"] for r in kept if shingles(r["text"]) & seen_rounds]
     assert not overlapping, overlapping[:5]
+
+
+def test_pooled_macro_weighs_every_held_out_text_alike():
+    import numpy as np
+
+    from bench.train_spans import pooled_macro
+
+    # forum: one text with verification, missed; long traces: nine with it, all found; the other behaviors are absent
+    # and predicted absent everywhere (F1 1). Mean over genres: verification (0 + 1) / 2; pooled: 2 * 9 / (10 + 9).
+    forum = (np.array([[1, 0, 0, 0]]), np.array([[0, 0, 0, 0]]))
+    traces = (np.tile([1, 0, 0, 0], (9, 1)), np.tile([1, 0, 0, 0], (9, 1)))
+    countdown = (np.array([[1, 1, 1, 1]]), np.array([[0, 0, 0, 0]]))
+    decided = {"forum": forum, "long_model_trace": traces, "countdown/near-miss": countdown}
+    assert pooled_macro(decided, real=True) == pytest.approx((18 / 19 + 3) / 4)
+    assert pooled_macro(decided, real=False) == 0.0
+
+
+def test_an_evidence_bar_above_the_threshold_keeps_fewer_units_and_falls_back_to_the_best():
+    import numpy as np
+
+    from bench.train_spans import evidence_of
+
+    spans = [(0, 10), (11, 20), (21, 30)]
+    unit, evidence = np.array([0.9, 0.6, 0.2]), np.array([0.85, 0.55, 0.1])
+    assert evidence_of(spans, unit, evidence, True, "calibrated") == [(0, 20)]
+    assert evidence_of(spans, unit, evidence, True, "calibrated>=0.8") == [(0, 10)]
+    assert evidence_of(spans, unit, evidence, True, "calibrated>=0.9") == [(0, 10)]  # none reaches it: the best unit
+    assert evidence_of(spans, unit, evidence, False, "calibrated>=0.8") == []
