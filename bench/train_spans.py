@@ -4,6 +4,7 @@
     python bench/train_spans.py                 # leave-one-group-out tables (docs/spans.md)
     python bench/train_spans.py --spans-only    # the same without the cues_ngram_v1 recipe
     python bench/train_spans.py --ablation [--minilm]   # the spans_v2/v3 candidates, same folds (docs/spans.md)
+    python bench/train_spans.py --written       # spans_v3's recipe with and without the texts written here
     python bench/train_spans.py --write spans_v3  # train on every labeled text and write models/spans_v3
     python bench/train_spans.py --test          # score the span versions and cues_ngram_v1 on rounds 18 and 19 (once)
 
