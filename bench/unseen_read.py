@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.keyword_baseline import KeywordBaseline
+from bench.train_spans import f1, interval
 from curate.behaviors import BEHAVIOR_NAMES
 from curate.classifiers import get_classifier
 from evals.spans.draw_unseen import UNSEEN, resolve
@@ -39,21 +40,6 @@ from evals.spans.draw_unseen import UNSEEN, resolve
 SHIPPED = ("cues_v12", "cues_ngram_v1", "spans_v1", "spans_v2", "spans_v3")
 # A behavior with fewer texts than this in the read gives an F1 of one or two texts: the second macro leaves it out.
 MIN_POSITIVES = 5
-
-
-def f1(gold: np.ndarray, guess: np.ndarray) -> float:
-    tp = int((gold & guess).sum())
-    denominator = int(gold.sum() + guess.sum())
-    return 1.0 if denominator == 0 else 2 * tp / denominator
-
-
-def interval(gold: np.ndarray, guess: np.ndarray, draws: int = 1000) -> tuple[float, float]:
-    rng = np.random.default_rng(0)
-    values = []
-    for _ in range(draws):
-        i = rng.integers(0, len(gold), len(gold))
-        values.append(f1(gold[i], guess[i]))
-    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
 
 
 def candidates(folder: Path) -> dict[str, object]:
@@ -126,7 +112,8 @@ def main() -> None:
             guess = np.array([[bool(label.counts[b]) for b in BEHAVIOR_NAMES] for label in labels])
             scores = [f1(gold[:, k], guess[:, k]) for k in range(len(BEHAVIOR_NAMES))]
             cells = [f"{scores[k]:.2f} [{low:.2f}, {high:.2f}]"
-                     for k, (low, high) in enumerate(interval(gold[:, k], guess[:, k]) for k in range(len(scores)))]
+                     for k, (low, high) in enumerate(interval(gold[:, k], guess[:, k], np.random.default_rng(0), 1000)
+                                                     for k in range(len(scores)))]
             predicted = right = theirs_total = found = 0
             for i, label in zip(ids, labels):
                 theirs = read[i]["spans"]
