@@ -32,11 +32,6 @@ SOURCE = "math500/test.jsonl"
 GENRE = "competition_solution"
 
 
-def shingles(text: str, n: int = 8) -> set[str]:
-    words = text.lower().split()
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
-
-
 def solutions() -> dict[str, str]:
     """unique_id -> reference solution of MATH-500."""
     rows = map(json.loads, (shared_data_dir(None) / SOURCE).read_text().splitlines())
@@ -55,15 +50,15 @@ def resolve(items: list[dict]) -> dict[str, str]:
 
 
 def main() -> None:
-    from bench.train_spans import written_texts
+    from bench.train_spans import word_shingles, written_texts
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=160)
     parser.add_argument("--seed", type=int, default=20261207)
     args = parser.parse_args()
     known = [item["text"] for item in labeled_items()] + [item["text"] for item in written_texts()[0]]
-    seen = set().union(*map(shingles, known))
-    pool = sorted((key, text) for key, text in solutions().items() if not shingles(text) & seen)
+    seen = set().union(*map(word_shingles, known))
+    pool = sorted((key, text) for key, text in solutions().items() if not word_shingles(text) & seen)
     print(f"{len(pool)} of {len(solutions())} solutions share no word 8-gram with a labeled or written text",
           file=sys.stderr)
     dev = random.Random(args.seed).sample(pool, args.count)
