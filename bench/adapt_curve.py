@@ -50,14 +50,16 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
-def curve(genre: str, sizes: list[int], folder: Path, adapt_options: list[str]) -> None:
-    items = [item for item in labeled_items() if item["set"] not in TEST_SETS and genre_of(item["source"]) == genre]
+def curve(genre: str, sizes: list[int], folder: Path, adapt_options: list[str], labeled: list[dict],
+          shipped_v1: list[dict]) -> None:
+    """One genre's learning curve; `labeled` is every labeled text, `shipped_v1` cues_ngram_v1's training texts."""
+    items = [item for item in labeled if item["set"] not in TEST_SETS and genre_of(item["source"]) == genre]
     random.Random(20261207).shuffle(items)
     pool = items[:max(sizes)]
     pool_shingles = set().union(*(word_shingles(item["text"]) for item in pool))
     test = [item for item in items[max(sizes):] if not word_shingles(item["text"]) & pool_shingles]
     genre_shingles = set().union(*(word_shingles(item["text"]) for item in items))
-    shipped = [item for item in labeled_texts("v1") if genre_of(item["source"]) != genre
+    shipped = [item for item in shipped_v1 if genre_of(item["source"]) != genre
                and not word_shingles(item["text"]) & genre_shingles]
     shipped_path = folder / f"shipped-{genre}.jsonl"
     write_jsonl(shipped_path, [{"id": item["id"], "set": item["set"], "text": item["text"],
@@ -105,9 +107,10 @@ def main() -> None:
     args = parser.parse_args()
     adapt_options = ["--refit", "heads", "--user-weight", args.user_weight]
     sizes = sorted(int(size) for size in args.sizes.split(","))
+    labeled, shipped_v1 = labeled_items(), labeled_texts("v1")
     with tempfile.TemporaryDirectory() as scratch:
         for genre in args.genre or ["forum", "short_model_step"]:
-            curve(genre, sizes, Path(scratch), adapt_options)
+            curve(genre, sizes, Path(scratch), adapt_options, labeled, shipped_v1)
 
 
 if __name__ == "__main__":
